@@ -1,0 +1,190 @@
+"""The `gpu-advisor` command: serve, and the knowledge-base tools under `kb`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+
+from engine import paths
+from engine.catalog import CatalogError, build_offers, report_markdown, write_offers
+from engine.kb import read_kb
+from engine.lint import lint_kb
+from engine.models.kb import KIND_MODELS
+from engine.problems import Problem
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        code: int = args.handler(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # last line of defence: a message, never a traceback
+        print(
+            f"gpu-advisor: internal error: {type(exc).__name__}: {exc} (please report this)", file=sys.stderr
+        )
+        return EXIT_INTERNAL
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpu-advisor", description="What should we run this on?")
+    commands = parser.add_subparsers(title="commands")
+
+    serve = commands.add_parser("serve", help="serve the JSON API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1)
+    _kb_option(serve)
+    serve.set_defaults(handler=_serve)
+
+    kb = commands.add_parser("kb", help="knowledge-base tools").add_subparsers(title="kb commands")
+    lint = kb.add_parser("lint", help="check every KB file; exit 1 on any problem")
+    _kb_option(lint)
+    _data_option(lint)
+    lint.add_argument(
+        "--today",
+        type=date.fromisoformat,
+        default=None,
+        help="date to check 'not in the future' against (default: today)",
+    )
+    lint.set_defaults(handler=_lint)
+
+    imp = kb.add_parser("import-catalog", help="generate kb/offers/ from the cloud catalog snapshot")
+    _kb_option(imp)
+    _data_option(imp)
+    imp.set_defaults(handler=_import_catalog)
+
+    schema = kb.add_parser("schema", help="write the JSON Schema of every KB kind into docs/schema/")
+    schema.add_argument("--out", type=Path, default=paths.PROJECT_ROOT / "docs" / "schema")
+    schema.add_argument("--check", action="store_true", help="only check that the files are up to date")
+    schema.set_defaults(handler=_schema)
+
+    stats = kb.add_parser("stats", help="count the entities of each kind")
+    _kb_option(stats)
+    stats.set_defaults(handler=_stats)
+    return parser
+
+
+def _kb_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kb", type=Path, default=None, help="knowledge base folder (default: the embedded kb/)"
+    )
+
+
+def _data_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="fact snapshots the offers are generated from (default: the embedded data/)",
+    )
+
+
+def _print_problems(problems: list[Problem]) -> None:
+    for problem in problems:
+        print(problem)
+    files = len({p.path for p in problems})
+    print(f"{len(problems)} problem(s) in {files} file(s)", file=sys.stderr)
+
+
+def _lint(args: argparse.Namespace) -> int:
+    problems = lint_kb(args.kb or paths.kb_dir(), args.data or paths.data_dir(), args.today or date.today())
+    if problems:
+        _print_problems(problems)
+        return EXIT_PROBLEMS
+    print("kb lint: no problems")
+    return EXIT_OK
+
+
+def _import_catalog(args: argparse.Namespace) -> int:
+    root, data = args.kb or paths.kb_dir(), args.data or paths.data_dir()
+    loaded = read_kb(root)
+    if loaded.kb is None:
+        _print_problems(loaded.problems)
+        return EXIT_PROBLEMS
+    try:
+        result = build_offers(data, loaded.kb.gpus, loaded.kb.providers)
+    except CatalogError as exc:
+        print(f"gpu-advisor: {exc}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    written, removed = write_offers(result, root / "offers")
+    report = root.parent / "docs" / "catalog-import.md"
+    if report.parent.is_dir():
+        report.write_text(report_markdown(result), encoding="utf-8")
+    print(
+        f"{len(result.files)} offers ({written} written, {removed} removed); "
+        f"{len(result.skipped)} rows not imported:"
+    )
+    for skipped in result.skipped:
+        print(
+            f"  {skipped.source}: {skipped.instance_type} [{skipped.accelerator or 'no accelerator'}]: "
+            f"{skipped.reason}"
+        )
+    return EXIT_OK
+
+
+def schema_documents() -> dict[str, str]:
+    """File name → JSON Schema text for every KB kind (what `kb schema` writes)."""
+    return {
+        f"{kind}.schema.json": json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n"
+        for kind, model in KIND_MODELS.items()
+    }
+
+
+def _schema(args: argparse.Namespace) -> int:
+    out: Path = args.out
+    stale = []
+    for name, text in schema_documents().items():
+        path = out / name
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current != text:
+            stale.append(name)
+            if not args.check:
+                out.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+    if args.check and stale:
+        print(f"out of date: {', '.join(stale)} (run `gpu-advisor kb schema`)", file=sys.stderr)
+        return EXIT_PROBLEMS
+    print(f"{len(stale)} schema file(s) {'would change' if args.check else 'written'}")
+    return EXIT_OK
+
+
+def _stats(args: argparse.Namespace) -> int:
+    loaded = read_kb(args.kb or paths.kb_dir())
+    if loaded.kb is None:
+        _print_problems(loaded.problems)
+        return EXIT_PROBLEMS
+    for kind in KIND_MODELS:
+        print(f"{kind:14} {len(loaded.kb.of_kind(kind)):5}")
+    print(f"{'version':14} {loaded.kb.version}")
+    return EXIT_OK if not loaded.problems else EXIT_PROBLEMS
+
+
+def _serve(args: argparse.Namespace) -> int:
+    root = (args.kb or paths.kb_dir()).resolve()
+    problems = lint_kb(root, paths.data_dir(), date.today())
+    if problems:
+        _print_problems(problems)
+        print("gpu-advisor: not starting: the knowledge base has problems", file=sys.stderr)
+        return EXIT_PROBLEMS
+    import uvicorn
+
+    os.environ["GPU_ADVISOR_KB"] = str(root)  # worker processes read it in create_app
+    uvicorn.run("api.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""Load `kb/` into an immutable, validated knowledge base.
+
+Reading never raises on bad input: every file problem (syntax, schema, id, reference) becomes a
+`Problem` with the file and line, so `kb lint` can report them all at once. `load_kb` is the
+strict entry point the service uses: it returns a KB only when there is no problem at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from engine.documents import Document, Loc, ReadError, read_yaml_mapping
+from engine.models.kb import (
+    KIND_MODELS,
+    Entity,
+    Gpu,
+    Interconnect,
+    Model,
+    Offer,
+    Platform,
+    Precision,
+    Provider,
+    Stack,
+)
+from engine.paths import display_path
+from engine.problems import KBInvalid, Problem
+
+E = TypeVar("E", bound=Entity)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an entity was read from, to point problems at a file and line."""
+
+    display: str
+    document: Document
+
+
+@dataclass(frozen=True)
+class KB:
+    """The validated knowledge base. Mappings are read-only views keyed by entity id."""
+
+    root: Path
+    version: str
+    gpus: Mapping[str, Gpu]
+    interconnects: Mapping[str, Interconnect]
+    precisions: Mapping[str, Precision]
+    stacks: Mapping[str, Stack]
+    platforms: Mapping[str, Platform]
+    providers: Mapping[str, Provider]
+    offers: Mapping[str, Offer]
+    models: Mapping[str, Model]
+    origins: Mapping[tuple[str, str], Origin] = field(repr=False)
+
+    def of_kind(self, kind: str) -> Mapping[str, Entity]:
+        """Entities of one KB folder name (`gpus`, `offers`, ...)."""
+        entities: Mapping[str, Entity] = getattr(self, kind)
+        return entities
+
+    def line(self, kind: str, entity_id: str, loc: Loc = ()) -> tuple[str, int]:
+        """(display path, line) of a field of an entity."""
+        origin = self.origins[(kind, entity_id)]
+        return origin.display, origin.document.line_of(loc)
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    kb: KB | None
+    problems: list[Problem]
+
+
+def load_kb(root: Path) -> KB:
+    """The knowledge base at `root`, or `KBInvalid` listing every problem found."""
+    result = read_kb(root)
+    if result.problems or result.kb is None:
+        raise KBInvalid(result.problems)
+    return result.kb
+
+
+def read_kb(root: Path) -> LoadResult:
+    """Read and validate every file under `root`, collecting problems instead of raising."""
+    anchor = root.parent
+    if not root.is_dir():
+        return LoadResult(
+            None,
+            [
+                Problem(
+                    display_path(root, anchor),
+                    0,
+                    "layout",
+                    "knowledge base folder not found",
+                    "pass --kb DIR or set GPU_ADVISOR_KB",
+                )
+            ],
+        )
+    problems = list(_layout_problems(root, anchor))
+    entities: dict[str, dict[str, Entity]] = {kind: {} for kind in KIND_MODELS}
+    origins: dict[tuple[str, str], Origin] = {}
+    for kind, model in KIND_MODELS.items():
+        for path in _entity_files(root / kind, anchor, problems):
+            display = display_path(path, anchor)
+            loaded = _read_entity(path, display, model, problems)
+            if loaded is None:
+                continue
+            entity, document = loaded
+            if entity.id in entities[kind]:
+                first = origins[(kind, entity.id)].display
+                problems.append(
+                    Problem(
+                        display,
+                        document.line_of(("id",)),
+                        "duplicate-id",
+                        f"id {entity.id!r} is already used by {first}",
+                        "give each entity its own id",
+                    )
+                )
+                continue
+            entities[kind][entity.id] = entity
+            origins[(kind, entity.id)] = Origin(display, document)
+    # Each kind's entities were validated by KIND_MODELS[kind], so the views have the field's type.
+    views: dict[str, Any] = {
+        kind: MappingProxyType(dict(sorted(items.items()))) for kind, items in entities.items()
+    }
+    kb = KB(root=root, version=content_version([root]), origins=MappingProxyType(origins), **views)
+    problems.extend(reference_problems(kb))
+    return LoadResult(kb, sorted(problems))
+
+
+def content_version(roots: list[Path]) -> str:
+    """A short content hash of every YAML file under `roots` (the `kb_version` of responses)."""
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*.yaml")):
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _layout_problems(root: Path, anchor: Path) -> Iterator[Problem]:
+    for kind in KIND_MODELS:
+        if not (root / kind).is_dir():
+            yield Problem(
+                display_path(root / kind, anchor),
+                0,
+                "layout",
+                f"folder `{kind}` is missing",
+                f"create {kind}/ (it may be empty)",
+            )
+    for child in sorted(root.iterdir()):
+        if child.is_dir() and child.name not in KIND_MODELS and not child.name.startswith("."):
+            yield Problem(
+                display_path(child, anchor),
+                0,
+                "layout",
+                f"unknown folder `{child.name}`",
+                f"KB folders are: {', '.join(KIND_MODELS)}",
+            )
+
+
+def _entity_files(folder: Path, anchor: Path, problems: list[Problem]) -> Iterator[Path]:
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.name == "README.md":
+            continue
+        if path.is_dir():
+            problems.append(
+                Problem(
+                    display_path(path, anchor),
+                    0,
+                    "layout",
+                    "sub-folders are not read",
+                    f"move its files into {folder.name}/",
+                )
+            )
+        elif path.suffix != ".yaml":
+            problems.append(
+                Problem(
+                    display_path(path, anchor),
+                    0,
+                    "file-name",
+                    f"only .yaml files are read, not {path.suffix or 'extension-less'} files",
+                    f"rename it to {path.stem}.yaml or remove it",
+                )
+            )
+        else:
+            yield path
+
+
+def _read_entity(
+    path: Path, display: str, model: type[E], problems: list[Problem]
+) -> tuple[E, Document] | None:
+    document = read_yaml_mapping(path, display)
+    if isinstance(document, ReadError):
+        problems.append(Problem(display, document.line, document.check, document.message, document.fix))
+        return None
+    try:
+        entity = model.model_validate(document.data)
+    except ValidationError as exc:
+        problems.extend(schema_problems(exc, document, model))
+        return None
+    if entity.id != path.stem:
+        problems.append(
+            Problem(
+                display,
+                document.line_of(("id",)),
+                "id-stem",
+                f"id {entity.id!r} does not match the file name {path.name!r}",
+                f"set `id: {path.stem}` or rename the file to {entity.id}.yaml",
+            )
+        )
+    return entity, document
+
+
+_CHECK_BY_ERROR = {
+    "missing": "missing-field",
+    "extra_forbidden": "unknown-key",
+    "greater_than": "range",
+    "greater_than_equal": "range",
+    "less_than": "range",
+    "less_than_equal": "range",
+    "finite_number": "range",
+}
+
+
+def schema_problems(exc: ValidationError, document: Document, model: type[BaseModel]) -> Iterator[Problem]:
+    """Turn pydantic errors into problems with a check name, the line, and how to fix it."""
+    for error in exc.errors(include_url=False):
+        loc: Loc = tuple(error["loc"])
+        dotted = ".".join(str(part) for part in loc) or "(file)"
+        check = _CHECK_BY_ERROR.get(error["type"], "type" if error["type"].endswith("_type") else "value")
+        if loc and loc[0] == "sources" and check in ("missing-field", "value"):
+            check = "sources"
+        message = f"`{dotted}`: {error['msg']}"
+        if check not in ("missing-field", "unknown-key"):
+            message += f" (got {_short(error.get('input'))})"
+        yield Problem(document.display, document.line_of(loc), check, message, _fix(check, loc, model))
+
+
+def _fix(check: str, loc: Loc, model: type[BaseModel]) -> str:
+    field_name = str(loc[-1]) if loc else "the field"
+    if check == "missing-field":
+        return f"add `{field_name}`"
+    if check == "unknown-key":
+        if len(loc) == 1:
+            allowed = sorted(info.alias or name for name, info in model.model_fields.items())
+            return f"remove it or fix its spelling; allowed keys: {', '.join(allowed)}"
+        return "remove it or fix its spelling (see docs/schema/)"
+    if check == "sources":
+        return "add `sources:` with at least one {url or document, accessed}"
+    return "correct the value (see docs/schema/ for the allowed values)"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _references(entity: Entity) -> Iterator[tuple[Loc, str, str]]:
+    """(field location, target KB folder, referenced id) for each reference an entity makes."""
+    if isinstance(entity, Gpu):
+        yield ("interconnect",), "interconnects", entity.interconnect
+        if entity.host_interface is not None:
+            yield ("host_interface",), "interconnects", entity.host_interface
+        for i, stack in enumerate(entity.platforms):
+            yield ("platforms", i), "stacks", stack
+        for i, precision in enumerate(entity.native_precisions):
+            yield ("native_precisions", i), "precisions", precision
+    elif isinstance(entity, Platform):
+        for i, support in enumerate(entity.stacks):
+            yield ("stacks", i, "stack"), "stacks", support.stack
+    elif isinstance(entity, Offer):
+        yield ("provider",), "providers", entity.provider
+        yield ("gpu",), "gpus", entity.gpu
+        yield ("interconnect",), "interconnects", entity.interconnect
+
+
+def reference_problems(kb: KB) -> Iterator[Problem]:
+    """Every reference between KB files must name an entity that exists."""
+    for kind in KIND_MODELS:
+        for entity_id, entity in kb.of_kind(kind).items():
+            for loc, target, ref in _references(entity):
+                if ref not in kb.of_kind(target):
+                    path, line = kb.line(kind, entity_id, loc)
+                    yield Problem(
+                        path,
+                        line,
+                        "reference",
+                        f"`{'.'.join(map(str, loc))}` names unknown {target[:-1]} {ref!r}",
+                        f"use an id from kb/{target}/ or add {ref}.yaml",
+                    )

@@ -1,0 +1,178 @@
+"""`gpu-advisor kb lint`: every check over the knowledge base, each problem with file, line and fix.
+
+Checks: the file-level ones from `engine.kb` (yaml, encoding, size, empty, duplicate-key, type,
+missing-field, unknown-key, value, range, sources, id-stem, duplicate-id, reference, layout,
+file-name) and the value-level ones here (date, range, consistency, generated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from engine.catalog import CONFIG_FILE, CatalogError, build_offers, stale_offers
+from engine.documents import Loc
+from engine.kb import KB, read_kb
+from engine.models.kb import KIND_MODELS, Entity, Gpu, Interconnect, Model, Offer
+from engine.paths import display_path
+from engine.problems import Problem
+
+_NO_BANDWIDTH_KINDS = ("none", "unified")
+
+
+def lint_kb(root: Path, data: Path | None, today: date) -> list[Problem]:
+    """All problems in the KB at `root`; `data` (the snapshot folder) enables the generated check."""
+    result = read_kb(root)
+    problems = list(result.problems)
+    if result.kb is not None:
+        problems.extend(value_problems(result.kb, today))
+        if data is not None and (data / CONFIG_FILE).is_file():
+            problems.extend(generated_problems(result.kb, data))
+    return sorted(set(problems))
+
+
+def value_problems(kb: KB, today: date) -> Iterator[Problem]:
+    """Values that are well-typed but wrong: future dates, dense > sparse, inconsistent links."""
+    for kind in KIND_MODELS:
+        for entity_id, entity in kb.of_kind(kind).items():
+            for loc, message, check, fix in _entity_findings(kb, entity, today):
+                path, line = kb.line(kind, entity_id, loc)
+                yield Problem(path, line, check, message, fix)
+
+
+Finding = tuple[Loc, str, str, str]
+
+
+def _entity_findings(kb: KB, entity: Entity, today: date) -> Iterator[Finding]:
+    for loc, value in _dates(entity, ()):
+        if value > today:
+            yield loc, f"date {value} is in the future", "date", "use the date the fact was read or published"
+    if isinstance(entity, Gpu):
+        yield from _gpu_findings(kb, entity)
+    elif isinstance(entity, Interconnect):
+        if entity.kind not in _NO_BANDWIDTH_KINDS and entity.bandwidth_gbs <= 0:
+            yield ("bandwidth_gbs",), "bandwidth must be > 0", "range", "give the link's bandwidth in GB/s"
+    elif isinstance(entity, Offer):
+        if entity.gpu_count > 1 and entity.interconnect == "none":
+            yield (
+                ("interconnect",),
+                f"{entity.gpu_count} GPUs cannot be joined by `none`",
+                "consistency",
+                "name the link between the GPUs (pcie-4, nvlink-4, ...)",
+            )
+    elif isinstance(entity, Model):
+        yield from _model_findings(entity)
+
+
+def _gpu_findings(kb: KB, gpu: Gpu) -> Iterator[Finding]:
+    for name in type(gpu).model_fields:
+        if "_dense_" not in name:
+            continue
+        sparse_name = name.replace("_dense_", "_sparse_")
+        dense, sparse = getattr(gpu, name), getattr(gpu, sparse_name, None)
+        if dense is not None and sparse is not None and dense > sparse:
+            yield (
+                (sparse_name,),
+                f"{name} {dense} exceeds {sparse_name} {sparse}",
+                "range",
+                "dense figures are at most the sparse ones; check which headline is sparse",
+            )
+    if gpu.usable_memory_gb is not None and gpu.usable_memory_gb > gpu.memory_gb:
+        yield (
+            ("usable_memory_gb",),
+            f"usable memory {gpu.usable_memory_gb} GB exceeds memory_gb {gpu.memory_gb}",
+            "range",
+            "usable memory is at most the physical memory",
+        )
+    link = kb.interconnects.get(gpu.interconnect)
+    if link is not None:
+        if link.max_gpus is not None and gpu.link_domain_gpus > link.max_gpus:
+            yield (
+                ("link_domain_gpus",),
+                f"{gpu.link_domain_gpus} GPUs exceed {link.id}'s {link.max_gpus}",
+                "consistency",
+                "lower link_domain_gpus or pick the right interconnect",
+            )
+        if link.kind not in _NO_BANDWIDTH_KINDS and gpu.interconnect_gbs is None:
+            yield (
+                ("interconnect_gbs",),
+                f"{link.id} needs the per-GPU bandwidth",
+                "missing-field",
+                "add `interconnect_gbs`",
+            )
+    if gpu.vendor == "nvidia" and gpu.compute_capability is not None:
+        capability = _capability(gpu.compute_capability)
+        for i, precision_id in enumerate(gpu.native_precisions):
+            precision = kb.precisions.get(precision_id)
+            if precision is None or precision.min_compute_capability is None:
+                continue
+            if capability < _capability(precision.min_compute_capability):
+                yield (
+                    ("native_precisions", i),
+                    f"{precision_id} needs compute capability "
+                    f"{precision.min_compute_capability}, this GPU has {gpu.compute_capability}",
+                    "consistency",
+                    "remove it from native_precisions (it is emulated, not native)",
+                )
+
+
+def _model_findings(model: Model) -> Iterator[Finding]:
+    if model.active_params_b is not None and model.active_params_b > model.params_b:
+        yield (
+            ("active_params_b",),
+            "active parameters exceed total parameters",
+            "range",
+            "active_params_b is the per-token subset of params_b",
+        )
+    if model.architecture is not None and model.architecture.n_experts and model.active_params_b is None:
+        yield (
+            ("active_params_b",),
+            "a mixture-of-experts model needs its active parameters",
+            "missing-field",
+            "add `active_params_b` (published parameters used per token)",
+        )
+
+
+def generated_problems(kb: KB, data: Path) -> Iterator[Problem]:
+    """kb/offers/ must equal a fresh import of the snapshot."""
+    offers_dir = kb.root / "offers"
+    anchor = kb.root.parent
+    try:
+        result = build_offers(data, kb.gpus, kb.providers)
+    except CatalogError as exc:
+        yield Problem(
+            display_path(data / CONFIG_FILE, anchor),
+            0,
+            "generated",
+            str(exc),
+            "fix the snapshot or the import configuration",
+        )
+        return
+    for name, what in stale_offers(result, offers_dir):
+        yield Problem(
+            display_path(offers_dir / name, anchor),
+            0,
+            "generated",
+            f"generated offer {what}",
+            "run `gpu-advisor kb import-catalog`; never edit offers by hand",
+        )
+
+
+def _capability(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")
+    return int(major), int(minor)
+
+
+def _dates(value: Any, loc: Loc) -> Iterator[tuple[Loc, date]]:
+    if isinstance(value, BaseModel):
+        for name, info in type(value).model_fields.items():
+            yield from _dates(getattr(value, name), (*loc, info.alias or name))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from _dates(item, (*loc, i))
+    elif isinstance(value, date):
+        yield loc, value
