@@ -30,6 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into `head` and closed early: not an error
+        sys.stderr.close()
+        return EXIT_OK
     except Exception as exc:  # last line of defence: a message, never a traceback
         print(
             f"gpu-advisor: internal error: {type(exc).__name__}: {exc} (please report this)", file=sys.stderr

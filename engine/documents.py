@@ -12,6 +12,21 @@ from typing import Any
 
 import yaml
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""LibYAML's safe loader when PyYAML was built with it (10x faster), else the pure-Python one."""
+
+MAX_DEPTH = 32
+"""KB files nest three or four levels. Deeper input is refused before composing, because LibYAML's
+composer recurses on the C stack and a file nested 100,000 deep would crash the process."""
+
+_OPENERS = (
+    yaml.BlockMappingStartToken,
+    yaml.BlockSequenceStartToken,
+    yaml.FlowMappingStartToken,
+    yaml.FlowSequenceStartToken,
+)
+_CLOSERS = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+
 MAX_FILE_BYTES = 1_000_000
 """KB and rule files are a few KB; anything near a megabyte is a mistake (or an attack)."""
 
@@ -109,7 +124,8 @@ def parse_yaml_mapping(raw: bytes, path: Path, display: str) -> Document | ReadE
 
 
 def _parse(text: str, path: Path, display: str) -> Document | ReadError:
-    for token in yaml.scan(text, Loader=yaml.SafeLoader):
+    depth = 0
+    for token in yaml.scan(text, Loader=_Loader):
         if isinstance(token, yaml.AnchorToken | yaml.AliasToken):
             return ReadError(
                 token.start_mark.line + 1,
@@ -117,7 +133,13 @@ def _parse(text: str, path: Path, display: str) -> Document | ReadError:
                 "anchors and aliases are not allowed",
                 "write the value out in full",
             )
-    nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        depth += isinstance(token, _OPENERS) - isinstance(token, _CLOSERS)
+        if depth > MAX_DEPTH:
+            line = token.start_mark.line + 1
+            return ReadError(
+                line, "yaml", f"nested more than {MAX_DEPTH} levels deep", "flatten the structure"
+            )
+    nodes = list(yaml.compose_all(text, Loader=_Loader))
     if not nodes or nodes[0] is None:
         return ReadError(0, "empty", "file has no YAML document", "add the entity's fields")
     if len(nodes) > 1:
@@ -139,7 +161,7 @@ def _parse(text: str, path: Path, display: str) -> Document | ReadError:
     if duplicate is not None:
         line, key = duplicate
         return ReadError(line, "duplicate-key", f"key {key!r} appears more than once", "keep one of them")
-    data = yaml.SafeLoader("").construct_document(node)
+    data = _Loader("").construct_document(node)
     return Document(path=path, display=display, data=data, node=node)
 
 

@@ -104,22 +104,22 @@ def read_kb(root: Path) -> LoadResult:
     entities: dict[str, dict[str, Entity]] = {kind: {} for kind in KIND_MODELS}
     origins: dict[tuple[str, str], Origin] = {}
     for kind, model in KIND_MODELS.items():
+        loaded = []
         for path in _entity_files(root / kind, anchor, problems):
             display = display_path(path, anchor)
-            loaded = _read_entity(path, display, model, problems)
-            if loaded is None:
-                continue
-            entity, document = loaded
+            read = _read_entity(path, display, model, problems)
+            if read is not None:
+                loaded.append((path, display, *read))
+        # Files named after their id register first, so a copy with a stale id is the one reported.
+        for _path, display, entity, document in sorted(
+            loaded, key=lambda item: (item[2].id != item[0].stem, item[0])
+        ):
             if entity.id in entities[kind]:
                 first = origins[(kind, entity.id)].display
+                line = document.line_of(("id",))
+                message = f"id {entity.id!r} is already used by {first}"
                 problems.append(
-                    Problem(
-                        display,
-                        document.line_of(("id",)),
-                        "duplicate-id",
-                        f"id {entity.id!r} is already used by {first}",
-                        "give each entity its own id",
-                    )
+                    Problem(display, line, "duplicate-id", message, "give each entity its own id")
                 )
                 continue
             entities[kind][entity.id] = entity
@@ -129,7 +129,14 @@ def read_kb(root: Path) -> LoadResult:
         kind: MappingProxyType(dict(sorted(items.items()))) for kind, items in entities.items()
     }
     kb = KB(root=root, version=content_version([root]), origins=MappingProxyType(origins), **views)
-    problems.extend(reference_problems(kb))
+    # A file that exists but failed validation is reported once, not again by every file naming it.
+    unreadable = frozenset(
+        (kind, path.stem)
+        for kind in KIND_MODELS
+        for path in (root / kind).glob("*.yaml")
+        if path.stem not in entities[kind]
+    )
+    problems.extend(reference_problems(kb, unreadable))
     return LoadResult(kb, sorted(problems))
 
 
@@ -236,7 +243,8 @@ def schema_problems(exc: ValidationError, document: Document, model: type[BaseMo
     for error in exc.errors(include_url=False):
         loc: Loc = tuple(error["loc"])
         dotted = ".".join(str(part) for part in loc) or "(file)"
-        check = _CHECK_BY_ERROR.get(error["type"], "type" if error["type"].endswith("_type") else "value")
+        kind = error["type"]
+        check = _CHECK_BY_ERROR.get(kind, "type" if kind.endswith(("_type", "_parsing")) else "value")
         if loc and loc[0] == "sources" and check in ("missing-field", "value"):
             check = "sources"
         message = f"`{dotted}`: {error['msg']}"
@@ -283,12 +291,13 @@ def _references(entity: Entity) -> Iterator[tuple[Loc, str, str]]:
         yield ("interconnect",), "interconnects", entity.interconnect
 
 
-def reference_problems(kb: KB) -> Iterator[Problem]:
-    """Every reference between KB files must name an entity that exists."""
+def reference_problems(kb: KB, unreadable: frozenset[tuple[str, str]] = frozenset()) -> Iterator[Problem]:
+    """Every reference between KB files must name an entity that exists. References to an id whose
+    file exists but is invalid (`unreadable`: (kind, file stem)) are left to that file's problem."""
     for kind in KIND_MODELS:
         for entity_id, entity in kb.of_kind(kind).items():
             for loc, target, ref in _references(entity):
-                if ref not in kb.of_kind(target):
+                if ref not in kb.of_kind(target) and (target, ref) not in unreadable:
                     path, line = kb.line(kind, entity_id, loc)
                     yield Problem(
                         path,

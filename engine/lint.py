@@ -30,7 +30,10 @@ def lint_kb(root: Path, data: Path | None, today: date) -> list[Problem]:
     problems = list(result.problems)
     if result.kb is not None:
         problems.extend(value_problems(result.kb, today))
-        if data is not None and (data / CONFIG_FILE).is_file():
+        # Offers are generated from gpus and providers: check them only once those are valid,
+        # or one broken GPU file would also be reported as dozens of stale offers.
+        inputs_valid = not any(p.path.split("/")[-2:-1] in (["gpus"], ["providers"]) for p in problems)
+        if inputs_valid and data is not None and (data / CONFIG_FILE).is_file():
             problems.extend(generated_problems(result.kb, data))
     return sorted(set(problems))
 

@@ -11,8 +11,7 @@ import yaml
 from engine.catalog import CATALOG_DIR, ImportResult, build_offers, write_offers
 from engine.cli import main
 from engine.kb import KB
-
-from .conftest import PROJECT
+from engine.paths import PROJECT_ROOT as PROJECT
 
 
 @pytest.fixture(scope="module")

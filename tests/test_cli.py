@@ -9,8 +9,7 @@ import sys
 import pytest
 
 from engine.cli import main, schema_documents
-
-from .conftest import PROJECT
+from engine.paths import PROJECT_ROOT as PROJECT
 
 
 def test_json_schemas_in_docs_are_current(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,9 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from engine.kb import KB, load_kb, read_kb
+from engine.paths import PROJECT_ROOT as PROJECT
 from engine.problems import KBInvalid
-
-from .conftest import PROJECT
 
 
 def test_breadth_required_by_the_project(kb: KB) -> None:

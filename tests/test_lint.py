@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import re
 import shutil
+from datetime import date
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine.cli import main
+from engine.lint import lint_kb
+from engine.models.kb import KIND_MODELS
+from engine.paths import PROJECT_ROOT as PROJECT
 
 H100 = "gpus/nvidia-h100-sxm.yaml"
 
@@ -198,3 +204,35 @@ def test_every_problem_line_has_the_documented_shape(
     assert code == 1
     for line in out.splitlines():
         assert re.fullmatch(r"\S+:\d+: [a-z-]+: .+ \(.+\)", line), line
+
+
+def _tiny_kb(base: Path, content: bytes) -> Path:
+    root = base / "kb"
+    for kind in KIND_MODELS:
+        (root / kind).mkdir(parents=True)
+    (root / "gpus/x.yaml").write_bytes(content)
+    return root
+
+
+H100_LINES = (PROJECT / "kb" / H100).read_text().splitlines()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=400) | st.text(max_size=400).map(str.encode))
+def test_lint_never_raises_on_any_file_content(
+    tmp_path_factory: pytest.TempPathFactory, content: bytes
+) -> None:
+    root = _tiny_kb(tmp_path_factory.mktemp("any"), content)
+    problems = lint_kb(root, None, date(2026, 11, 22))
+    assert problems and all(p.path.startswith("kb/") for p in problems)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, len(H100_LINES) - 1), st.text(max_size=60))
+def test_lint_never_raises_on_a_mangled_line(
+    tmp_path_factory: pytest.TempPathFactory, index: int, junk: str
+) -> None:
+    lines = list(H100_LINES)
+    lines[index] = junk
+    root = _tiny_kb(tmp_path_factory.mktemp("mangled"), "\n".join(lines).encode())
+    assert isinstance(lint_kb(root, None, date(2026, 11, 22)), list)
