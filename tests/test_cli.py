@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +37,11 @@ def test_console_script_reports_bad_arguments_without_a_traceback() -> None:
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "--today" in result.stderr
+
+
+def test_serve_refuses_an_invalid_kb(kb_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (kb_copy / "gpus/nvidia-h100-sxm.yaml").write_text("id: nvidia-h100-sxm\n")
+    assert main(["serve", "--kb", str(kb_copy), "--port", "1"]) == 1
+    captured = capsys.readouterr()
+    assert "kb/gpus/nvidia-h100-sxm.yaml:1: missing-field:" in captured.out
+    assert "not starting" in captured.err
