@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.catalog import CATALOG_DIR, ImportResult, build_offers, write_offers
+from engine.catalog import CATALOG_DIR, ImportResult, build_offers, report_markdown, write_offers
 from engine.cli import main
 from engine.kb import KB
 from engine.paths import PROJECT_ROOT as PROJECT
@@ -122,3 +122,7 @@ def test_cli_import_reports_a_broken_config(kb_copy: Path, capsys: pytest.Captur
     (kb_copy.parent / "data/catalog-import.yaml").write_text("as_of: yesterday\n")
     assert main(["kb", "import-catalog", "--kb", str(kb_copy), "--data", str(kb_copy.parent / "data")]) == 1
     assert "catalog-import.yaml" in capsys.readouterr().err
+
+
+def test_import_report_in_docs_is_current(imported: ImportResult) -> None:
+    assert (PROJECT / "docs/catalog-import.md").read_text() == report_markdown(imported)
