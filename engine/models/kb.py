@@ -274,11 +274,21 @@ class Architecture(Strict):
     position_embedding: Literal["rope", "learned", "alibi", "relative"]
     max_position_embeddings: Annotated[int, Field(ge=1)]
     tie_word_embeddings: bool
-    attention_bias: bool = False
+    attention_bias: bool = Field(False, description="biases on the q, k and v projections")
+    attention_output_bias: bool | None = Field(
+        None, description="bias on the attention output projection (default: same as attention_bias)"
+    )
     mlp_bias: bool = False
+    norms_per_layer: Annotated[int, Field(ge=0, le=8)] = Field(
+        2,
+        description="norm modules per layer: 2 for pre-LN (Llama), 4 for Gemma-2 (pre/post attn and MLP)",
+    )
     n_experts: Annotated[int, Field(ge=1)] | None = None
     experts_per_token: Annotated[int, Field(ge=1)] | None = None
     sliding_window: Annotated[int, Field(ge=1)] | None = None
+    sliding_window_layers: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="layers that use the sliding window (Gemma-2: every other); default: all"
+    )
     type_vocab_size: Annotated[int, Field(ge=0)] = Field(0, description="BERT token-type embeddings")
     pooler: bool = Field(False, description="BERT pooler dense layer")
 
@@ -288,6 +298,10 @@ class Architecture(Strict):
             raise ValueError("n_heads must be a multiple of n_kv_heads")
         if (self.n_experts is None) != (self.experts_per_token is None):
             raise ValueError("n_experts and experts_per_token go together")
+        if self.sliding_window_layers is not None and (
+            self.sliding_window is None or self.sliding_window_layers > self.n_layers
+        ):
+            raise ValueError("sliding_window_layers needs sliding_window and at most n_layers layers")
         if self.n_experts is not None and (self.experts_per_token or 0) > self.n_experts:
             raise ValueError("experts_per_token cannot exceed n_experts")
         return self

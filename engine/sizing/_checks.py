@@ -1,0 +1,80 @@
+"""Input checks shared by the sizing functions.
+
+Every public sizing function validates its arguments with these helpers, so invalid input (negative, zero
+where zero is meaningless, NaN, infinity, a bool or a string where a number is expected, an unknown
+enumeration value) raises ``ValueError`` with a message that names the offending argument.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+
+__all__ = [
+    "check_choice",
+    "check_fraction",
+    "check_non_negative",
+    "check_non_negative_int",
+    "check_positive",
+    "check_positive_int",
+]
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if math.isnan(number) or math.isinf(number):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return number
+
+
+def check_positive(name: str, value: object) -> float:
+    """``value`` as a float; ``ValueError`` unless it is a finite number > 0."""
+    number = _number(name, value)
+    if number <= 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return number
+
+
+def check_non_negative(name: str, value: object) -> float:
+    """``value`` as a float; ``ValueError`` unless it is a finite number >= 0."""
+    number = _number(name, value)
+    if number < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return number
+
+
+def check_fraction(name: str, value: object, *, allow_zero: bool = False) -> float:
+    """``value`` as a float; ``ValueError`` unless it lies in (0, 1] (or [0, 1] with ``allow_zero``)."""
+    number = _number(name, value)
+    low_ok = number >= 0 if allow_zero else number > 0
+    if not low_ok or number > 1:
+        interval = "[0, 1]" if allow_zero else "(0, 1]"
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+    return number
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """``value`` unchanged; ``ValueError`` unless it is an int >= 1 (bools are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value!r}")
+    return value
+
+
+def check_non_negative_int(name: str, value: object) -> int:
+    """``value`` unchanged; ``ValueError`` unless it is an int >= 0 (bools are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return value
+
+
+def check_choice(name: str, value: object, choices: Collection[str]) -> str:
+    """``value`` unchanged; ``ValueError`` unless it is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+    return value

@@ -1,0 +1,185 @@
+"""Parameter counts from a :class:`~engine.sizing.shape.TransformerShape`.
+
+Every count is an exact module-by-module sum (weights + biases + norm scales), not the ``12 L h^2``
+approximation, so it matches published ``numel()`` totals: each model in ``kb/models/`` reproduces its
+published count within 2% (``tests/test_sizing_params.py``), most of them exactly.
+
+Conventions, per layer (h = hidden_size, i = intermediate_size, q = n_heads * head_dim,
+k = n_kv_heads * head_dim):
+
+* attention: ``h*q`` (Q) + ``2*h*k`` (K, V; grouped-query attention shares K/V across head groups)
+  + ``q*h`` (O), plus biases ``q + 2k`` when ``qkv_bias`` and ``h`` when ``o_bias``;
+* MLP per expert: gated (SwiGLU/GeGLU) ``3*h*i`` (+ ``2i + h`` biases), dense ``2*h*i`` (+ ``i + h``);
+* MoE router: ``h * n_experts`` (no bias), as in Mixtral's ``gate`` linear layer;
+* norms: ``h`` per RMSNorm, ``2h`` per LayerNorm, ``norms_per_layer`` of them;
+* embeddings: ``V*h`` token table (+ ``V*h`` LM head unless tied) + learned positions + token types.
+
+Sources: Kaplan et al. 2020, "Scaling Laws for Neural Language Models", Sec. 2.1 (arXiv 2001.08361) for
+the per-matrix accounting; Ainslie et al. 2023 (GQA, arXiv 2305.13245) for shared K/V heads; Jiang et al.
+2024 (Mixtral, arXiv 2401.04088) for total vs active parameters of a top-2-of-8 MoE.
+"""
+
+from __future__ import annotations
+
+from engine.sizing.shape import TransformerShape
+
+__all__ = [
+    "active_params",
+    "attention_params_per_layer",
+    "decode_params_read_per_token",
+    "embedding_params",
+    "expert_params_per_layer",
+    "input_embedding_params",
+    "layer_params",
+    "linear_weight_params",
+    "lm_head_params",
+    "mlp_params_per_expert",
+    "non_embedding_params",
+    "norm_params_per_layer",
+    "router_params_per_layer",
+    "total_params",
+]
+
+
+def _norm_size(shape: TransformerShape) -> int:
+    return shape.hidden_size if shape.norm == "rmsnorm" else 2 * shape.hidden_size
+
+
+def attention_params_per_layer(shape: TransformerShape) -> int:
+    """Attention parameters in one layer (count).
+
+    Formula: ``h*q + 2*h*k + q*h`` + ``(q + 2k)`` if ``qkv_bias`` + ``h`` if ``o_bias``, with
+    ``q = n_heads*head_dim`` and ``k = n_kv_heads*head_dim`` (GQA: K and V have ``n_kv_heads`` heads).
+    Source: Ainslie et al. 2023, GQA (arXiv 2305.13245), Sec. 2.
+    """
+    h, q, k = shape.hidden_size, shape.q_dim, shape.kv_dim
+    weights = h * q + 2 * h * k + q * h
+    biases = (q + 2 * k if shape.qkv_bias else 0) + (h if shape.o_bias else 0)
+    return weights + biases
+
+
+def mlp_params_per_expert(shape: TransformerShape) -> int:
+    """MLP parameters of one expert (the whole MLP for a dense model) (count).
+
+    Formula: gated ``3*h*i`` (+ ``2*i + h`` with ``mlp_bias``); dense ``2*h*i`` (+ ``i + h``).
+    Source: Shazeer 2020, "GLU Variants Improve Transformer" (arXiv 2002.05202) for the three-matrix gated
+    MLP; Vaswani et al. 2017 for the two-matrix MLP.
+    """
+    h, i = shape.hidden_size, shape.intermediate_size
+    if shape.mlp == "gated":
+        return 3 * h * i + (2 * i + h if shape.mlp_bias else 0)
+    return 2 * h * i + (i + h if shape.mlp_bias else 0)
+
+
+def router_params_per_layer(shape: TransformerShape) -> int:
+    """MoE router parameters in one layer (count): ``h * n_experts`` for an MoE layer, else 0.
+
+    Source: Jiang et al. 2024, Mixtral of Experts (arXiv 2401.04088), Sec. 2.1 (gating ``x W_g``).
+    """
+    return shape.hidden_size * shape.n_experts if shape.is_moe else 0
+
+
+def expert_params_per_layer(shape: TransformerShape, *, active: bool = False) -> int:
+    """MLP parameters of one layer (count): ``n_experts`` experts, or ``experts_per_token`` if ``active``."""
+    experts = shape.experts_per_token if active else shape.n_experts
+    return experts * mlp_params_per_expert(shape)
+
+
+def norm_params_per_layer(shape: TransformerShape) -> int:
+    """Norm parameters in one layer (count): ``norms_per_layer * (h for RMSNorm, 2h for LayerNorm)``."""
+    return shape.norms_per_layer * _norm_size(shape)
+
+
+def layer_params(shape: TransformerShape, *, active: bool = False) -> int:
+    """Parameters of one transformer layer (count); with ``active``, only the experts a token uses.
+
+    Formula: attention + experts x MLP + router + norms (see the functions above).
+    """
+    return (
+        attention_params_per_layer(shape)
+        + expert_params_per_layer(shape, active=active)
+        + router_params_per_layer(shape)
+        + norm_params_per_layer(shape)
+    )
+
+
+def input_embedding_params(shape: TransformerShape) -> int:
+    """Input-side embedding parameters (count).
+
+    Formula: ``V*h`` token table + ``max_positions*h`` learned positions + ``type_vocab*h`` token types
+    + the embedding norm (BERT).
+    """
+    h = shape.hidden_size
+    table = shape.vocab_size * h
+    positions = shape.learned_position_embeddings * h
+    types = shape.type_vocab_size * h
+    norm = _norm_size(shape) if shape.embedding_norm else 0
+    return table + positions + types + norm
+
+
+def lm_head_params(shape: TransformerShape) -> int:
+    """Separate LM-head parameters (count): ``V*h`` when untied, 0 when tied to the token table."""
+    return 0 if shape.tie_word_embeddings else shape.vocab_size * shape.hidden_size
+
+
+def embedding_params(shape: TransformerShape) -> int:
+    """All embedding-table parameters (count): input embeddings + an untied LM head."""
+    return input_embedding_params(shape) + lm_head_params(shape)
+
+
+def _head_and_tail(shape: TransformerShape) -> int:
+    h = shape.hidden_size
+    final = _norm_size(shape) if shape.final_norm else 0
+    pooler = h * h + h if shape.pooler else 0
+    return final + pooler
+
+
+def total_params(shape: TransformerShape) -> int:
+    """Total parameters (count), every expert included.
+
+    Formula: embeddings + ``n_layers`` x :func:`layer_params` + final norm + pooler.
+    Reproduces e.g. Llama-3.1-8B 8,030,261,248 and Mixtral-8x7B 46,702,792,704 exactly.
+    """
+    return embedding_params(shape) + shape.n_layers * layer_params(shape) + _head_and_tail(shape)
+
+
+def active_params(shape: TransformerShape) -> int:
+    """Parameters used per token (count): as :func:`total_params` but only ``experts_per_token`` experts.
+
+    Equal to :func:`total_params` for a dense model. Embedding tables are counted in full, as the MoE
+    papers do (Mixtral 8x7B: 12.9B active of 46.7B). Source: Jiang et al. 2024 (arXiv 2401.04088).
+    """
+    return embedding_params(shape) + shape.n_layers * layer_params(shape, active=True) + _head_and_tail(shape)
+
+
+def non_embedding_params(shape: TransformerShape) -> int:
+    """Parameters outside the embedding tables and LM head (count), every expert included.
+
+    The quantity Kaplan et al. 2020 call N (Sec. 2.1) and model cards quote as "non-embedding".
+    """
+    return total_params(shape) - embedding_params(shape)
+
+
+def decode_params_read_per_token(shape: TransformerShape) -> int:
+    """Parameters streamed from memory to decode one token at batch 1 (count).
+
+    Formula: :func:`active_params` - input embedding tables + ``V*h`` if the head is tied. Decoding reads
+    every active layer weight and the full LM-head matrix (``V*h``, also when it is the tied token table) but
+    only one row of the input embedding tables. For an MoE model only the routed experts are read (batch 1).
+    """
+    tied_head = shape.vocab_size * shape.hidden_size if shape.tie_word_embeddings else 0
+    return active_params(shape) - input_embedding_params(shape) + tied_head
+
+
+def linear_weight_params(shape: TransformerShape) -> int:
+    """Weights of the linear projections inside the transformer layers, every expert included (count).
+
+    Formula: ``n_layers * (h*q + 2*h*k + q*h + n_experts * (3 or 2)*h*i)``. These are the matrices a
+    weight-only quantizer converts (GPTQ, AWQ, bitsandbytes ``Linear4bit``); embeddings, the LM head (kept
+    16-bit by bitsandbytes, artidoro/qlora ``qlora.py`` and GPTQ/AWQ checkpoints), norms, biases and the
+    small MoE router stay in 16-bit.
+    """
+    h, q, k, i = shape.hidden_size, shape.q_dim, shape.kv_dim, shape.intermediate_size
+    attention = h * q + 2 * h * k + q * h
+    mlp = shape.n_experts * (3 if shape.mlp == "gated" else 2) * h * i
+    return shape.n_layers * (attention + mlp)

@@ -1,0 +1,163 @@
+"""Parameter counts from architectures (engine.sizing.params, engine.sizing.shape).
+
+Acceptance: every transformer in kb/models/ reproduces its published count within 2% (params_count when
+present, else params_b), and MoE active parameters reproduce active_params_b within 2%.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.sizing import (
+    TransformerShape,
+    active_params,
+    attention_params_per_layer,
+    decode_params_read_per_token,
+    embedding_params,
+    linear_weight_params,
+    lm_head_params,
+    mlp_params_per_expert,
+    non_embedding_params,
+    router_params_per_layer,
+    shape_from_architecture,
+    total_params,
+)
+from tests.support import kb_models, shape_of
+
+TOLERANCE = 0.02  # acceptance tolerance for published parameter counts
+
+TRANSFORMERS = [m for m in kb_models() if m.get("architecture")]
+MOE = [m for m in TRANSFORMERS if m.get("active_params_b")]
+_shape = shape_of
+
+
+def test_catalog_has_transformers() -> None:
+    assert len(TRANSFORMERS) >= 20
+    assert {"llama-3-1-8b", "llama-2-70b", "mixtral-8x7b", "gemma-2-9b", "bert-base"} <= {
+        m["id"] for m in TRANSFORMERS
+    }
+
+
+@pytest.mark.parametrize("model", TRANSFORMERS, ids=lambda m: m["id"])
+def test_total_params_match_published(model: dict[str, Any]) -> None:
+    """Source: each kb/models/*.yaml (params_count, else params_b x 1e9). Tolerance 2%."""
+    published = model.get("params_count") or model["params_b"] * 1e9
+    assert total_params(_shape(model)) == pytest.approx(published, rel=TOLERANCE)
+
+
+@pytest.mark.parametrize("model", MOE, ids=lambda m: m["id"])
+def test_moe_active_params_match_published(model: dict[str, Any]) -> None:
+    """Source: Mistral AI release posts via kb/models/mixtral-*.yaml (active_params_b). Tolerance 2%."""
+    assert active_params(_shape(model)) == pytest.approx(model["active_params_b"] * 1e9, rel=TOLERANCE)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "published"),
+    [
+        ("llama-3-1-8b", 8_030_261_248),  # Hugging Face safetensors count (kb/models/llama-3-1-8b.yaml)
+        ("llama-2-70b", 68_976_648_192),  # published ~69B; exact module count
+        ("mixtral-8x7b", 46_702_792_704),  # KerasHub preset mixtral_8_7b_en
+        ("gemma-2-9b", 9_241_705_984),  # four RMSNorms per layer
+        ("qwen2-5-7b", 7_615_616_512),  # q/k/v bias, no o_proj bias
+        ("gpt2-xl", 1_557_611_200),  # biases everywhere, tied head, learned positions
+        ("bert-base", 109_482_240),  # token types, embedding LayerNorm, pooler
+    ],
+)
+def test_exact_counts(model_id: str, published: int) -> None:
+    """The module-by-module sum reproduces these published counts exactly (tolerance 0)."""
+    model = next(m for m in TRANSFORMERS if m["id"] == model_id)
+    assert total_params(_shape(model)) == published
+
+
+def test_mixtral_total_and_active_in_billions() -> None:
+    """Source: Mixtral release post (46.7B total, 12.9B active). Tolerance: rounding to 0.1B."""
+    shape = _shape(next(m for m in TRANSFORMERS if m["id"] == "mixtral-8x7b"))
+    assert round(total_params(shape) / 1e9, 1) == 46.7
+    assert round(active_params(shape) / 1e9, 1) == 12.9
+    assert router_params_per_layer(shape) == 4096 * 8
+
+
+def test_llama_65b_count() -> None:
+    """LLaMA-65B (Touvron et al. 2023, Table 2: 65.2B; arXiv 2302.13971). Tolerance 0.5%."""
+    shape = TransformerShape(
+        n_layers=80, hidden_size=8192, n_heads=64, n_kv_heads=64, head_dim=128,
+        intermediate_size=22016, vocab_size=32000,
+    )  # fmt: skip
+    assert total_params(shape) == pytest.approx(65.2e9, rel=0.005)
+
+
+def test_components_llama_3_1_8b() -> None:
+    """GQA attention (8 KV heads), gated MLP, untied head: hand-computed per-component counts."""
+    shape = _shape(next(m for m in TRANSFORMERS if m["id"] == "llama-3-1-8b"))
+    h, kv, i, v = 4096, 8 * 128, 14336, 128256
+    assert attention_params_per_layer(shape) == 2 * h * h + 2 * h * kv
+    assert mlp_params_per_expert(shape) == 3 * h * i
+    assert lm_head_params(shape) == v * h
+    assert embedding_params(shape) == 2 * v * h
+    assert non_embedding_params(shape) == total_params(shape) - 2 * v * h
+    assert linear_weight_params(shape) == 32 * (2 * h * h + 2 * h * kv + 3 * h * i)
+    # Decoding reads the LM head but only one row of the input embedding table.
+    assert decode_params_read_per_token(shape) == total_params(shape) - v * h
+
+
+def test_tied_embeddings_counted_once() -> None:
+    shape = _shape(next(m for m in TRANSFORMERS if m["id"] == "llama-3-2-1b"))
+    assert lm_head_params(shape) == 0
+    assert decode_params_read_per_token(shape) == total_params(shape)
+
+
+def test_gqa_reduces_attention() -> None:
+    mha = TransformerShape(
+        n_layers=2, hidden_size=64, n_heads=8, n_kv_heads=8, head_dim=8, intermediate_size=128, vocab_size=100
+    )
+    gqa = TransformerShape(
+        n_layers=2, hidden_size=64, n_heads=8, n_kv_heads=2, head_dim=8, intermediate_size=128, vocab_size=100
+    )
+    assert attention_params_per_layer(mha) - attention_params_per_layer(gqa) == 2 * 64 * (64 - 16)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("n_layers", 0),
+        ("hidden_size", -1),
+        ("n_kv_heads", 3),  # 8 heads not a multiple of 3
+        ("mlp", "swiglu"),
+        ("norm", "batchnorm"),
+        ("experts_per_token", 2),  # > n_experts = 1
+        ("vocab_size", 1.5),
+        ("tie_word_embeddings", "yes"),
+        ("sliding_window", 0),
+    ],
+)
+def test_shape_rejects_invalid(field: str, value: object) -> None:
+    base: dict[str, Any] = {
+        "n_layers": 2, "hidden_size": 64, "n_heads": 8, "n_kv_heads": 8, "head_dim": 8,
+        "intermediate_size": 128, "vocab_size": 100,
+    }  # fmt: skip
+    base[field] = value
+    with pytest.raises(ValueError, match=field):
+        TransformerShape(**base)
+
+
+def test_shape_from_architecture_rejects_missing_field() -> None:
+    arch = dict(next(m for m in TRANSFORMERS if m["id"] == "llama-3-1-8b")["architecture"])
+    del arch["head_dim"]
+    with pytest.raises(ValueError, match="head_dim"):
+        shape_from_architecture(arch)
+    with pytest.raises(ValueError, match="kind"):
+        shape_from_architecture(arch, kind="cnn")
+
+
+def test_architecture_details_from_the_kb_are_applied() -> None:
+    gemma = _shape(next(m for m in TRANSFORMERS if m["id"] == "gemma-2-9b"))
+    assert gemma.norms_per_layer == 4
+    assert gemma.windowed_layers == 21  # every other layer of 42 uses the 4096-token window
+    qwen = _shape(next(m for m in TRANSFORMERS if m["id"] == "qwen2-5-7b"))
+    assert qwen.qkv_bias and not qwen.o_bias
+    bert = _shape(next(m for m in TRANSFORMERS if m["id"] == "bert-base"))
+    assert bert.embedding_norm and not bert.final_norm and bert.pooler
+    mistral = _shape(next(m for m in TRANSFORMERS if m["id"] == "mistral-7b"))
+    assert mistral.windowed_layers == 32
