@@ -101,29 +101,10 @@ def read_kb(root: Path) -> LoadResult:
             ],
         )
     problems = list(_layout_problems(root, anchor))
-    entities: dict[str, dict[str, Entity]] = {kind: {} for kind in KIND_MODELS}
+    entities: dict[str, dict[str, Entity]] = {}
     origins: dict[tuple[str, str], Origin] = {}
     for kind, model in KIND_MODELS.items():
-        loaded = []
-        for path in _entity_files(root / kind, anchor, problems):
-            display = display_path(path, anchor)
-            read = _read_entity(path, display, model, problems)
-            if read is not None:
-                loaded.append((path, display, *read))
-        # Files named after their id register first, so a copy with a stale id is the one reported.
-        for _path, display, entity, document in sorted(
-            loaded, key=lambda item: (item[2].id != item[0].stem, item[0])
-        ):
-            if entity.id in entities[kind]:
-                first = origins[(kind, entity.id)].display
-                line = document.line_of(("id",))
-                message = f"id {entity.id!r} is already used by {first}"
-                problems.append(
-                    Problem(display, line, "duplicate-id", message, "give each entity its own id")
-                )
-                continue
-            entities[kind][entity.id] = entity
-            origins[(kind, entity.id)] = Origin(display, document)
+        entities[kind] = _read_kind(root / kind, kind, model, anchor, origins, problems)
     # Each kind's entities were validated by KIND_MODELS[kind], so the views have the field's type.
     views: dict[str, Any] = {
         kind: MappingProxyType(dict(sorted(items.items()))) for kind, items in entities.items()
@@ -138,6 +119,38 @@ def read_kb(root: Path) -> LoadResult:
     )
     problems.extend(reference_problems(kb, unreadable))
     return LoadResult(kb, sorted(problems))
+
+
+def _read_kind(
+    folder: Path,
+    kind: str,
+    model: type[Entity],
+    anchor: Path,
+    origins: dict[tuple[str, str], Origin],
+    problems: list[Problem],
+) -> dict[str, Entity]:
+    """The valid entities of one KB folder, recording where each came from."""
+    loaded = []
+    for path in _entity_files(folder, anchor, problems):
+        display = display_path(path, anchor)
+        read = _read_entity(path, display, model, problems)
+        if read is not None:
+            loaded.append((path.stem, display, *read))
+    entities: dict[str, Entity] = {}
+    # Files named after their id register first, so a copy with a stale id is the one reported.
+    for _stem, display, entity, document in sorted(loaded, key=lambda item: (item[2].id != item[0], item[0])):
+        if entity.id in entities:
+            first = origins[(kind, entity.id)].display
+            message = f"id {entity.id!r} is already used by {first}"
+            problems.append(
+                Problem(
+                    display, document.line_of(("id",)), "duplicate-id", message, "give each entity its own id"
+                )
+            )
+            continue
+        entities[entity.id] = entity
+        origins[(kind, entity.id)] = Origin(display, document)
+    return entities
 
 
 def content_version(roots: list[Path]) -> str:
