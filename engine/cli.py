@@ -10,12 +10,17 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from engine import paths
 from engine.catalog import CatalogError, build_offers, report_markdown, write_offers
 from engine.kb import read_kb
 from engine.lint import lint_kb
 from engine.models.kb import KIND_MODELS
+from engine.models.rule import Rule
 from engine.problems import Problem
+from engine.refengine import ReferenceEngine
+from engine.rules import read_rules, run_rule_cases
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -53,8 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_serve)
 
     kb = commands.add_parser("kb", help="knowledge-base tools").add_subparsers(title="kb commands")
-    lint = kb.add_parser("lint", help="check every KB file; exit 1 on any problem")
+    lint = kb.add_parser("lint", help="check every KB and rule file; exit 1 on any problem")
     _kb_option(lint)
+    _rules_option(lint)
     _data_option(lint)
     lint.add_argument(
         "--today",
@@ -63,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
         help="date to check 'not in the future' against (default: today)",
     )
     lint.set_defaults(handler=_lint)
+
+    test = kb.add_parser("test", help="run every rule's own test cases")
+    _rules_option(test)
+    test.set_defaults(handler=_test_rules)
 
     imp = kb.add_parser("import-catalog", help="generate kb/offers/ from the cloud catalog snapshot")
     _kb_option(imp)
@@ -86,6 +96,12 @@ def _kb_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _rules_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rules", type=Path, default=None, help="rules folder (default: the embedded rules/)"
+    )
+
+
 def _data_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data",
@@ -104,11 +120,25 @@ def _print_problems(problems: list[Problem]) -> None:
 
 def _lint(args: argparse.Namespace) -> int:
     problems = lint_kb(args.kb or paths.kb_dir(), args.data or paths.data_dir(), args.today or date.today())
+    problems += read_rules(args.rules or paths.rules_dir()).problems
     if problems:
         _print_problems(problems)
         return EXIT_PROBLEMS
     print("kb lint: no problems")
     return EXIT_OK
+
+
+def _test_rules(args: argparse.Namespace) -> int:
+    ruleset = read_rules(args.rules or paths.rules_dir())
+    if ruleset.problems:
+        _print_problems(list(ruleset.problems))
+        return EXIT_PROBLEMS
+    results = run_rule_cases(ruleset.rules, ReferenceEngine(ruleset.rules))
+    failed = [r for r in results if not r.passed]
+    for result in failed:
+        print(f"FAIL {result.rule}::{result.case}: {result.detail}")
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    return EXIT_PROBLEMS if failed else EXIT_OK
 
 
 def _import_catalog(args: argparse.Namespace) -> int:
@@ -139,10 +169,11 @@ def _import_catalog(args: argparse.Namespace) -> int:
 
 
 def schema_documents() -> dict[str, str]:
-    """File name → JSON Schema text for every KB kind (what `kb schema` writes)."""
+    """File name → JSON Schema text for every KB kind and for rules (what `kb schema` writes)."""
+    models: dict[str, type[BaseModel]] = {**KIND_MODELS, "rules": Rule}
     return {
         f"{kind}.schema.json": json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n"
-        for kind, model in KIND_MODELS.items()
+        for kind, model in models.items()
     }
 
 

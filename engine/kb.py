@@ -261,7 +261,7 @@ def schema_problems(exc: ValidationError, document: Document, model: type[BaseMo
         if loc and loc[0] == "sources" and check in ("missing-field", "value"):
             check = "sources"
         message = f"`{dotted}`: {error['msg']}"
-        if check not in ("missing-field", "unknown-key"):
+        if loc and check not in ("missing-field", "unknown-key"):
             message += f" (got {_short(error.get('input'))})"
         yield Problem(document.display, document.line_of(loc), check, message, _fix(check, loc, model))
 

@@ -13,6 +13,11 @@ def kb_dir() -> Path:
     return Path(os.environ.get("GPU_ADVISOR_KB") or PROJECT_ROOT / "kb")
 
 
+def rules_dir() -> Path:
+    """The rules: $GPU_ADVISOR_RULES, else the embedded `rules/`."""
+    return Path(os.environ.get("GPU_ADVISOR_RULES") or PROJECT_ROOT / "rules")
+
+
 def data_dir() -> Path:
     """Fact snapshots the KB is built from: $GPU_ADVISOR_DATA, else the embedded `data/`."""
     return Path(os.environ.get("GPU_ADVISOR_DATA") or PROJECT_ROOT / "data")

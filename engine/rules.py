@@ -1,0 +1,148 @@
+"""Load `rules/<category>/<id>.yaml` into validated rules, and run each rule's own test cases.
+
+Reading never raises on bad input: every problem becomes a `Problem` with the file and line, as for
+the knowledge base (the same safe reader and the same schema-problem mapping).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from engine.documents import ReadError, read_yaml_mapping
+from engine.kb import schema_problems
+from engine.models.rule import Rule
+from engine.paths import display_path
+from engine.problems import Problem
+from engine.refengine import ReferenceEngine, RuleConflict
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    rules: tuple[Rule, ...]
+    problems: tuple[Problem, ...]
+
+
+def read_rules(root: Path) -> RuleSet:
+    """Every rule under `root` (one folder level of categories), and every problem found."""
+    anchor = root.parent
+    problems: list[Problem] = []
+    rules: dict[str, tuple[Rule, str]] = {}
+    if not root.is_dir():
+        problem = Problem(display_path(root, anchor), 0, "layout", "rules folder not found", "create rules/")
+        return RuleSet((), (problem,))
+    for path in _rule_files(root, anchor, problems):
+        display = display_path(path, anchor)
+        document = read_yaml_mapping(path, display)
+        if isinstance(document, ReadError):
+            problems.append(Problem(display, document.line, document.check, document.message, document.fix))
+            continue
+        try:
+            rule = Rule.model_validate(document.data)
+        except ValidationError as exc:
+            problems.extend(schema_problems(exc, document, Rule))
+            continue
+        line = document.line_of(("id",))
+        if rule.id != path.stem:
+            problems.append(
+                Problem(
+                    display,
+                    line,
+                    "id-stem",
+                    f"id {rule.id!r} does not match the file name",
+                    f"set `id: {path.stem}` or rename the file",
+                )
+            )
+        if rule.id in rules:
+            problems.append(
+                Problem(
+                    display,
+                    line,
+                    "duplicate-id",
+                    f"id {rule.id!r} is already used by {rules[rule.id][1]}",
+                    "give each rule its own id",
+                )
+            )
+            continue
+        rules[rule.id] = (rule, display)
+    for rule, display in rules.values():
+        if rule.replaced_by is not None and rule.replaced_by not in rules:
+            problems.append(
+                Problem(
+                    display,
+                    0,
+                    "reference",
+                    f"replaced_by names unknown rule {rule.replaced_by!r}",
+                    "name an existing rule id",
+                )
+            )
+    ordered = tuple(rule for _, (rule, _) in sorted(rules.items()))
+    return RuleSet(ordered, tuple(sorted(problems)))
+
+
+def _rule_files(root: Path, anchor: Path, problems: list[Problem]) -> Iterator[Path]:
+    for category in sorted(root.iterdir()):
+        if category.name.startswith(".") or category.name == "README.md":
+            continue
+        if not category.is_dir():
+            problems.append(
+                Problem(
+                    display_path(category, anchor),
+                    0,
+                    "layout",
+                    "rules live in category folders",
+                    "move it to rules/<category>/",
+                )
+            )
+            continue
+        for path in sorted(category.iterdir()):
+            if path.suffix == ".yaml" and path.is_file():
+                yield path
+            elif not path.name.startswith("."):
+                problems.append(
+                    Problem(
+                        display_path(path, anchor),
+                        0,
+                        "file-name",
+                        "only .yaml files are read in a rules category",
+                        f"rename it to {path.stem}.yaml or remove it",
+                    )
+                )
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    rule: str
+    case: str
+    passed: bool
+    detail: str
+
+
+def run_rule_cases(rules: Sequence[Rule], engine: ReferenceEngine) -> list[CaseResult]:
+    """Each rule's `tests`: run the whole rule set from `given` and check whether the rule fired and
+    what was derived."""
+    results = []
+    for rule in rules:
+        for case in rule.tests:
+            try:
+                outcome = engine.run(case.given)
+            except RuleConflict as exc:
+                results.append(CaseResult(rule.id, case.name, False, str(exc)))
+                continue
+            fired = rule.id in outcome.fired
+            wrong = {
+                name: outcome.facts.get(name)
+                for name, value in case.expect.derives.items()
+                if outcome.facts.get(name) != value
+            }
+            if fired != case.expect.fires:
+                detail = f"expected it {'to fire' if case.expect.fires else 'not to fire'}"
+            elif wrong:
+                detail = f"derived {wrong}, expected {case.expect.derives}"
+            else:
+                detail = "ok"
+            results.append(CaseResult(rule.id, case.name, detail == "ok", detail))
+    return results

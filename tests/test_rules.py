@@ -1,0 +1,207 @@
+"""Rules: every rule's own cases, the strict schema, the reference engine's semantics, the loader."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from engine.cli import main
+from engine.models.rule import Rule
+from engine.paths import PROJECT_ROOT
+from engine.refengine import ReferenceEngine, RuleConflict
+from engine.rules import read_rules, run_rule_cases
+
+RULES = read_rules(PROJECT_ROOT / "rules")
+CASES = [(rule, case) for rule in RULES.rules for case in rule.tests]
+
+
+def test_embedded_rules_load_without_problems() -> None:
+    assert RULES.problems == ()
+    assert RULES.rules
+
+
+@pytest.mark.parametrize(("rule", "case"), CASES, ids=[f"{r.id}::{c.name}" for r, c in CASES])
+def test_rule_case(rule: Rule, case: Any) -> None:
+    (result,) = [r for r in run_rule_cases([rule], ReferenceEngine(RULES.rules)) if r.case == case.name]
+    assert result.passed, result.detail
+
+
+def rule(rule_id: str = "r", **overrides: Any) -> dict[str, Any]:
+    """A valid rule as plain data, with fields replaced by `overrides`."""
+    data: dict[str, Any] = {
+        "id": rule_id,
+        "title": "A rule",
+        "status": "stable",
+        "priority": 50,
+        "rationale": "Because.",
+        "citations": [{"source": "a seed", "accessed": "2026-11-22"}],
+        "when": {"fact": "workload.params_b", "gte": 70},
+        "then": [{"derive": {"fact": "size_tier", "value": "70b+"}, "message": "big"}],
+        "tests": [
+            {"name": "big", "given": {"workload.params_b": 70}, "expect": {"fires": True}},
+            {"name": "small", "given": {"workload.params_b": 7}, "expect": {"fires": False}},
+        ],
+    }
+    data.update(overrides)
+    return data
+
+
+def test_a_valid_rule_validates() -> None:
+    assert Rule.model_validate(rule()).then[0].verb == "derive"
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"priorty": 5}, "Extra inputs are not permitted"),
+        ({"priority": 101}, "less than or equal to 100"),
+        ({"when": {"fact": "workload.params_b", "gt": 1, "lt": 9}}, "exactly one operator"),
+        ({"when": {"fact": "workload.params_b"}}, "exactly one operator"),
+        ({"when": {"facts": "x"}}, "a condition is {fact: ..., <op>: ...}"),
+        ({"when": {"not": {"fact": "size_tier", "eq": "x"}}}, "negation"),
+        ({"when": {"fact": "size_tier", "exists": False}}, "negation"),
+        ({"then": [{"derive": {"fact": "workload.task", "value": "x"}, "message": "m"}]}, "input fact"),
+        (
+            {"then": [{"warn": {}, "suggest": {"kind": "method", "value": "qlora"}, "message": "m"}]},
+            "exactly one",
+        ),
+        ({"then": [{"warn": {}, "message": "a {constraints.os} user"}]}, "does not read"),
+        ({"then": [{"exclude": {"where": {"colour": "red"}}, "message": "m"}]}, "colour"),
+        ({"status": "deprecated"}, "replaced_by"),
+        ({"tests": [{"name": "a", "given": {}, "expect": {"fires": True}}] * 2}, "one that does not"),
+        ({"citations": []}, "at least 1"),
+        ({"id": "Bad_Id"}, "pattern"),
+        ({"when": {"fact": "workload.params_b", "eq": float("nan")}}, "finite number"),
+        ({"when": {"fact": "workload.params_b", "gt": float("inf")}}, "finite number"),
+    ],
+)
+def test_schema_rejects(change: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(ValidationError, match=fragment.replace("{", r"\{").replace("(", r"\(")):
+        Rule.model_validate(rule(**change))
+
+
+def make(rule_id: str, when: dict[str, Any], derives: dict[str, Any], priority: int = 50) -> Rule:
+    then = [{"derive": {"fact": k, "value": v}, "message": "m"} for k, v in derives.items()]
+    return Rule.model_validate(rule(rule_id, when=when, then=then, priority=priority))
+
+
+CHAIN = [
+    make("tier", {"fact": "workload.params_b", "gte": 70}, {"size_tier": "70b+"}, priority=10),
+    make("multi", {"fact": "size_tier", "eq": "70b+"}, {"plan.multi_gpu": True}, priority=90),
+    make(
+        "nvlink",
+        {"all": [{"fact": "plan.multi_gpu", "eq": True}, {"fact": "workload.task", "eq": "pretrain"}]},
+        {"plan.link": "nvlink"},
+        priority=50,
+    ),
+    make(
+        "local",
+        {
+            "any": [
+                {"fact": "constraints.os", "eq": "macos"},
+                {"fact": "constraints.on_prem_only", "eq": True},
+            ]
+        },
+        {"plan.local": True},
+    ),
+    make("cloud", {"not": {"fact": "constraints.on_prem_only", "eq": True}}, {"plan.cloud_ok": True}),
+]
+REQUEST = {"workload.params_b": 70.6, "workload.task": "pretrain", "constraints.os": "linux"}
+
+
+def test_forward_chaining_follows_derived_facts_whatever_the_priorities() -> None:
+    outcome = ReferenceEngine(CHAIN).run(REQUEST)
+    assert outcome.facts["plan.link"] == "nvlink"
+    order = [f.rule for f in outcome.firings]
+    assert order.index("tier") < order.index("multi") < order.index("nvlink")
+    assert outcome.fired == {"tier", "multi", "nvlink", "cloud"}
+    nvlink = next(f for f in outcome.firings if f.rule == "nvlink")
+    assert dict(nvlink.matched) == {"plan.multi_gpu": True, "workload.task": "pretrain"}
+    assert dict(nvlink.derived) == {"plan.link": "nvlink"}
+
+
+def test_what_fires_does_not_depend_on_priorities() -> None:
+    expected = ReferenceEngine(CHAIN).run(REQUEST)
+    shuffle = random.Random(7)
+    for _ in range(20):
+        rules = [
+            Rule.model_validate({**r.model_dump(by_alias=True), "priority": shuffle.randint(0, 100)})
+            for r in CHAIN
+        ]
+        outcome = ReferenceEngine(rules).run(REQUEST)
+        assert outcome.fired == expected.fired
+        assert dict(outcome.facts) == dict(expected.facts)
+
+
+def test_contradicting_derivations_are_an_error() -> None:
+    rules = [
+        make("a", {"fact": "workload.params_b", "gte": 1}, {"tier": "x"}),
+        make("b", {"fact": "workload.params_b", "gte": 1}, {"tier": "y"}),
+    ]
+    with pytest.raises(RuleConflict, match="tier"):
+        ReferenceEngine(rules).run({"workload.params_b": 7})
+
+
+@pytest.mark.parametrize(
+    ("condition", "facts", "holds"),
+    [
+        ({"fact": "constraints.on_prem_only", "eq": True}, {"constraints.on_prem_only": 1}, False),
+        ({"fact": "workload.batch_size", "eq": 1}, {"workload.batch_size": True}, False),
+        ({"fact": "workload.params_b", "eq": 7}, {"workload.params_b": 7.0}, True),
+        ({"fact": "constraints.os", "ne": "linux"}, {}, False),
+        ({"fact": "constraints.os", "exists": False}, {}, True),
+        ({"fact": "workload.params_b", "gt": 7}, {"workload.params_b": "70"}, False),
+        ({"fact": "constraints.os", "in": ["linux", "windows"]}, {"constraints.os": "windows"}, True),
+        ({"fact": "constraints.os", "not_in": ["linux"]}, {"constraints.os": "macos"}, True),
+    ],
+)
+def test_condition_semantics(condition: dict[str, Any], facts: dict[str, Any], holds: bool) -> None:
+    probe = make("probe", condition, {"probe.hit": True})
+    assert ("probe" in ReferenceEngine([probe]).run(facts).fired) is holds
+
+
+def test_messages_fill_in_the_facts_they_read() -> None:
+    firing = ReferenceEngine(RULES.rules).run({"constraints.os": "windows"}).firings[0]
+    assert "On windows, run CUDA tooling under WSL2" in firing.messages[0]
+
+
+def write(root: Path, relative: str, data: dict[str, Any] | str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_loader_reports_problems_with_file_and_line(tmp_path: Path) -> None:
+    root = tmp_path / "rules"
+    write(root, "size/good.yaml", rule("good"))
+    write(root, "size/typo.yaml", rule("typo", priorty=3))
+    write(root, "size/renamed.yaml", rule("good"))
+    write(root, "size/notes.txt", "hello")
+    write(root, "loose.yaml", rule("loose"))
+    found = {(p.path, p.check) for p in read_rules(root).problems}
+    assert ("rules/size/typo.yaml", "unknown-key") in found
+    assert ("rules/size/renamed.yaml", "id-stem") in found
+    assert ("rules/size/renamed.yaml", "duplicate-id") in found
+    assert ("rules/size/notes.txt", "file-name") in found
+    assert ("rules/loose.yaml", "layout") in found
+    typo = next(p for p in read_rules(root).problems if p.check == "unknown-key")
+    lines = (root / "size/typo.yaml").read_text().splitlines()
+    assert typo.line == lines.index("priorty: 3") + 1
+
+
+def test_kb_lint_and_kb_test_cover_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "rules"
+    failing = rule("wrong")
+    failing["tests"][1]["given"] = {"workload.params_b": 700}  # 'small' now fires
+    write(root, "size/wrong.yaml", failing)
+    assert main(["kb", "test", "--rules", str(root)]) == 1
+    assert "FAIL wrong::small: expected it not to fire" in capsys.readouterr().out
+    write(root, "size/broken.yaml", "id: broken\n")
+    assert main(["kb", "lint", "--rules", str(root)]) == 1
+    assert "rules/size/broken.yaml:1: missing-field:" in capsys.readouterr().out
