@@ -1,0 +1,154 @@
+"""The durable-rules adapter: the only module that imports durable.
+
+It runs the rules compiled by engine/compile.py with the runtime workarounds of engine-notes §3/§7.3:
+actions looked up by name with durable's background threads off (§1.5), a bounded pool of session
+ids with pairwise-distinct 32-bit FNV-1a hashes (bugs 5, 6), input facts asserted at C level before
+`__ready__` runs the agenda (bug 8), exceptions caught in the action wrapper and raised to the
+caller (bug 10), and `delete_state` always (§1.6). Results have the reference engine's shape.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from durable import engine as durable_engine
+
+from engine.compile import BEGIN, READY, SINK, as_fact, compile_rules
+from engine.models.rule import Rule, Scalar, facts_in
+from engine.refengine import Facts, Firing, Outcome, RuleConflict, render
+
+RULESET = "rules"
+POOL_SIZE = 8
+
+
+def fnv1a_32(text: str) -> int:
+    """durable's session hash (32-bit FNV-1a): two sids with one hash would share a session."""
+    value = 0x811C9DC5
+    for byte in text.encode():
+        value ^= byte
+        value = (value * 0x01000193) & 0xFFFFFFFF
+    return value
+
+
+def distinct_hash_sids(count: int) -> list[str]:
+    sids: list[str] = []
+    hashes: set[int] = set()
+    for n in itertools.count():
+        sid = f"s{n}"
+        if fnv1a_32(sid) not in hashes:
+            hashes.add(fnv1a_32(sid))
+            sids.append(sid)
+        if len(sids) == count:
+            return sids
+    raise AssertionError("unreachable")
+
+
+class _QuietHost(durable_engine.Host):  # type: ignore[misc]
+    """Actions by name; none of durable's dispatcher/timer threads (they segfault under load)."""
+
+    def __init__(self, actions: dict[str, Callable[[Any], None]]) -> None:
+        self._actions = actions
+        super().__init__()
+
+    def get_action(self, name: str) -> Callable[[Any], None]:
+        return self._actions[name]
+
+    def _run(self) -> None:
+        pass
+
+
+@dataclass
+class _Request:
+    known: dict[str, Scalar]
+    fired: set[str] = field(default_factory=set)
+    firings: list[Firing] = field(default_factory=list)
+    error: Exception | None = None
+
+
+class DurableEngine:
+    """Forward chaining on durable-rules with the reference engine's semantics and results."""
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        ruleset, owners = compile_rules(rules)
+        actions: dict[str, Callable[[Any], None]] = {BEGIN: _noop, SINK: _noop}
+        actions.update({name: self._action(rule) for name, rule in owners.items()})
+        self._host = _QuietHost(actions)
+        self._host.register_rulesets({RULESET: copy.deepcopy(ruleset)})
+        self._ruleset = self._host.get_ruleset(RULESET)
+        self._requests: dict[str, _Request] = {}
+        self._sids: queue.Queue[str] = queue.Queue()
+        for sid in distinct_hash_sids(POOL_SIZE):
+            self._sids.put(sid)
+        self._lock = threading.Lock()  # the C core never releases the GIL: a lock costs nothing
+
+    def live_sessions(self) -> int:
+        return len(self._requests)
+
+    def run(self, facts: Facts) -> Outcome:
+        with self._lock:
+            sid = self._sids.get()
+            request = self._requests[sid] = _Request(known=dict(facts))
+            try:
+                self._host.assert_fact(RULESET, {"type": BEGIN, "sid": sid})
+                batch = [{**as_fact(name, value), "sid": sid} for name, value in facts.items()]
+                if batch:
+                    self._ruleset.assert_facts(batch)
+                state = self._host.assert_fact(RULESET, {"type": READY, "sid": sid})
+                if request.error is not None:
+                    raise request.error
+                if isinstance(state, dict) and "exception" in state:
+                    raise RuntimeError("rule engine error: " + str(state["exception"]).split(",")[0])
+                return Outcome(MappingProxyType(dict(request.known)), tuple(request.firings))
+            finally:
+                try:
+                    self._host.delete_state(RULESET, sid)
+                finally:
+                    del self._requests[sid]
+                    self._sids.put(sid)
+
+    def _action(self, rule: Rule) -> Callable[[Any], None]:
+        def act(c: Any) -> None:
+            request = self._requests[c.s.sid]
+            if request.error is not None or rule.id in request.fired:
+                return  # one firing per rule, whichever conjunction matched
+            try:
+                request.fired.add(rule.id)
+                known = request.known
+                matched = {name: known[name] for name, _ in facts_in(rule.when) if name in known}
+                derived: dict[str, Scalar] = {}
+                for action in rule.then:
+                    if action.derive is None:
+                        continue
+                    name, value = action.derive.fact, action.derive.value
+                    if name in known and as_fact(name, known[name]) != as_fact(name, value):
+                        raise RuleConflict(
+                            f"rule {rule.id} derives {name}={value!r}, but it is already {known[name]!r}"
+                        )
+                    if name not in known:
+                        known[name] = derived[name] = value
+                        c.assert_fact(as_fact(name, value))
+                messages = tuple(render(action.message, known) for action in rule.then)
+                request.firings.append(
+                    Firing(
+                        len(request.firings) + 1,
+                        rule.id,
+                        MappingProxyType(matched),
+                        MappingProxyType(derived),
+                        messages,
+                    )
+                )
+            except Exception as exc:  # durable would swallow it (engine-notes §1.4)
+                request.error = exc
+
+        return act
+
+
+def _noop(_: Any) -> None:
+    pass
