@@ -21,8 +21,8 @@ from typing import Any
 from durable import engine as durable_engine
 
 from engine.compile import BEGIN, READY, SINK, as_fact, compile_rules
-from engine.models.rule import Rule, Scalar, facts_in
-from engine.refengine import Facts, Firing, Outcome, RuleConflict, render
+from engine.models.rule import Rule, Scalar
+from engine.refengine import Facts, Firing, Outcome, fire
 
 RULESET = "rules"
 POOL_SIZE = 8
@@ -120,30 +120,10 @@ class DurableEngine:
                 return  # one firing per rule, whichever conjunction matched
             try:
                 request.fired.add(rule.id)
-                known = request.known
-                matched = {name: known[name] for name, _ in facts_in(rule.when) if name in known}
-                derived: dict[str, Scalar] = {}
-                for action in rule.then:
-                    if action.derive is None:
-                        continue
-                    name, value = action.derive.fact, action.derive.value
-                    if name in known and as_fact(name, known[name]) != as_fact(name, value):
-                        raise RuleConflict(
-                            f"rule {rule.id} derives {name}={value!r}, but it is already {known[name]!r}"
-                        )
-                    if name not in known:
-                        known[name] = derived[name] = value
-                        c.assert_fact(as_fact(name, value))
-                messages = tuple(render(action.message, known) for action in rule.then)
-                request.firings.append(
-                    Firing(
-                        len(request.firings) + 1,
-                        rule.id,
-                        MappingProxyType(matched),
-                        MappingProxyType(derived),
-                        messages,
-                    )
-                )
+                firing = fire(rule, request.known, len(request.firings) + 1)
+                for name, value in firing.derived.items():
+                    c.assert_fact(as_fact(name, value))
+                request.firings.append(firing)
             except Exception as exc:  # durable would swallow it (engine-notes §1.4)
                 request.error = exc
 

@@ -93,6 +93,23 @@ def render(message: str, facts: Facts) -> str:
     return re.sub(r"\{([a-z][a-z0-9_.]*)\}", lambda m: str(facts.get(m.group(1), m.group(0))), message)
 
 
+def fire(rule: Rule, known: dict[str, Scalar], step: int) -> Firing:
+    """Apply one firing of `rule`: add its derived facts to `known` (RuleConflict if one contradicts a
+    known fact) and return the trace record. Shared by every engine, so their effects are identical."""
+    matched = {name: known[name] for name, _ in facts_in(rule.when) if name in known}
+    derived: dict[str, Scalar] = {}
+    for action in rule.then:
+        if action.derive is None:
+            continue
+        name, value = action.derive.fact, action.derive.value
+        if name in known and not _equal(known[name], value):
+            raise RuleConflict(f"rule {rule.id} derives {name}={value!r}, but it is already {known[name]!r}")
+        if name not in known:
+            known[name] = derived[name] = value
+    messages = tuple(render(action.message, known) for action in rule.then)
+    return Firing(step, rule.id, MappingProxyType(matched), MappingProxyType(derived), messages)
+
+
 class ReferenceEngine:
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = tuple(sorted(rules, key=lambda rule: (-rule.priority, rule.id)))
@@ -107,21 +124,4 @@ class ReferenceEngine:
             if rule is None:
                 return Outcome(MappingProxyType(known), tuple(firings))
             fired.add(rule.id)
-            matched = {name: known[name] for name, _ in facts_in(rule.when) if name in known}
-            derived: dict[str, Scalar] = {}
-            for action in rule.then:
-                if action.derive is None:
-                    continue
-                name, value = action.derive.fact, action.derive.value
-                if name in known and not _equal(known[name], value):
-                    raise RuleConflict(
-                        f"rule {rule.id} derives {name}={value!r}, but it is already {known[name]!r}"
-                    )
-                if name not in known:
-                    known[name] = derived[name] = value
-            messages = tuple(render(action.message, known) for action in rule.then)
-            firings.append(
-                Firing(
-                    len(firings) + 1, rule.id, MappingProxyType(matched), MappingProxyType(derived), messages
-                )
-            )
+            firings.append(fire(rule, known, len(firings) + 1))
