@@ -258,9 +258,8 @@ class Offer(Entity):
 # --- Models ----------------------------------------------------------------------------------
 
 
-class Architecture(Strict):
-    """Published transformer hyper-parameters (the model's config), enough to count parameters
-    and size activations and the KV cache."""
+class TransformerDims(Strict):
+    """The core transformer sizes (config.json names), shared by the KB and the request."""
 
     n_layers: Annotated[int, Field(ge=1, le=1000)]
     hidden_size: Annotated[int, Field(ge=1, le=1_000_000)]
@@ -269,6 +268,18 @@ class Architecture(Strict):
     head_dim: Annotated[int, Field(ge=1, le=10_000)]
     intermediate_size: Annotated[int, Field(ge=1, le=10_000_000)]
     vocab_size: Annotated[int, Field(ge=1, le=10_000_000)]
+
+    @model_validator(mode="after")
+    def _grouped_query_attention(self) -> TransformerDims:
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError("n_heads must be a multiple of n_kv_heads")
+        return self
+
+
+class Architecture(TransformerDims):
+    """Published transformer hyper-parameters (the model's config), enough to count parameters
+    and size activations and the KV cache."""
+
     mlp: Literal["gated", "dense"] = Field(description="gated: SwiGLU/GeGLU (3 matrices); dense: 2 matrices")
     norm: Literal["rmsnorm", "layernorm"]
     position_embedding: Literal["rope", "learned", "alibi", "relative"]
@@ -294,8 +305,6 @@ class Architecture(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Architecture:
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError("n_heads must be a multiple of n_kv_heads")
         if (self.n_experts is None) != (self.experts_per_token is None):
             raise ValueError("n_experts and experts_per_token go together")
         if self.sliding_window_layers is not None and (

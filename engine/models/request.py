@@ -11,6 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine.models.kb import TransformerDims
+
 Task = Literal["inference", "pretrain", "full_finetune", "lora", "qlora"]
 WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 KvPrecision = Literal["fp16", "bf16", "fp8", "int8"]
@@ -31,22 +33,8 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class ArchitectureIn(RequestModel):
+class ArchitectureIn(TransformerDims):
     """Enables exact activation and KV-cache math when the model is not in the catalog."""
-
-    n_layers: Annotated[int, Field(ge=1, le=1000)]
-    hidden_size: Annotated[int, Field(ge=1, le=1_000_000)]
-    n_heads: Annotated[int, Field(ge=1, le=10_000)]
-    n_kv_heads: Annotated[int, Field(ge=1, le=10_000)]
-    head_dim: Annotated[int, Field(ge=1, le=10_000)]
-    intermediate_size: Annotated[int, Field(ge=1, le=10_000_000)]
-    vocab_size: Annotated[int, Field(ge=1, le=10_000_000)]
-
-    @model_validator(mode="after")
-    def _gqa(self) -> ArchitectureIn:
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError("n_heads must be a multiple of n_kv_heads")
-        return self
 
 
 class Serving(RequestModel):
