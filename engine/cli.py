@@ -14,12 +14,12 @@ from pydantic import BaseModel
 
 from engine import paths
 from engine.catalog import CatalogError, build_offers, report_markdown, write_offers
+from engine.engines import EngineConfigError, make_engine
 from engine.kb import read_kb
 from engine.lint import lint_kb
 from engine.models.kb import KIND_MODELS
 from engine.models.rule import Rule
 from engine.problems import Problem
-from engine.refengine import ReferenceEngine
 from engine.rules import read_rules, run_rule_cases
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
@@ -35,6 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except KeyboardInterrupt:
         return 130
+    except EngineConfigError as exc:
+        print(f"gpu-advisor: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
         sys.stderr.close()
         return EXIT_OK
@@ -133,7 +136,7 @@ def _test_rules(args: argparse.Namespace) -> int:
     if ruleset.problems:
         _print_problems(list(ruleset.problems))
         return EXIT_PROBLEMS
-    results = run_rule_cases(ruleset.rules, ReferenceEngine(ruleset.rules))
+    results = run_rule_cases(ruleset.rules, make_engine(ruleset.rules))
     failed = [r for r in results if not r.passed]
     for result in failed:
         print(f"FAIL {result.rule}::{result.case}: {result.detail}")

@@ -13,11 +13,12 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from engine.documents import ReadError, read_yaml_mapping
+from engine.engines import RuleEngine
 from engine.kb import schema_problems
 from engine.models.rule import Rule
 from engine.paths import display_path
 from engine.problems import Problem
-from engine.refengine import ReferenceEngine, RuleConflict
+from engine.refengine import RuleConflict
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ class CaseResult:
     detail: str
 
 
-def run_rule_cases(rules: Sequence[Rule], engine: ReferenceEngine) -> list[CaseResult]:
+def run_rule_cases(rules: Sequence[Rule], engine: RuleEngine) -> list[CaseResult]:
     """Each rule's `tests`: run the whole rule set from `given` and check whether the rule fired and
     what was derived."""
     results = []

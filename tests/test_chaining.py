@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from engine.chaining import DurableEngine, distinct_hash_sids, fnv1a_32
+from engine.cli import main
+from engine.engines import make_engine
 from engine.models.rule import Rule
 from engine.paths import PROJECT_ROOT
 from engine.refengine import Outcome, ReferenceEngine, RuleConflict
@@ -148,3 +150,14 @@ def test_session_ids_have_distinct_hashes() -> None:
     assert len({fnv1a_32(sid) for sid in sids}) == 64
     # engine-notes §1.6: these two sids collide under FNV-1a, durable's hash, and would share a session
     assert fnv1a_32("req-991307") == fnv1a_32("req-1971740")
+
+
+def test_the_engine_is_chosen_by_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = read_rules(PROJECT_ROOT / "rules").rules
+    assert isinstance(make_engine(rules), DurableEngine)
+    monkeypatch.setenv("GPU_ADVISOR_ENGINE", "reference")
+    assert isinstance(make_engine(rules), ReferenceEngine)
+    monkeypatch.setenv("GPU_ADVISOR_ENGINE", "drools")
+    with pytest.raises(ValueError, match="durable, reference"):
+        make_engine(rules)
+    assert main(["kb", "test"]) == 2  # a usage error with the choices, not an internal error

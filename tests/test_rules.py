@@ -11,6 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from engine.cli import main
+from engine.engines import ENGINE_NAMES, make_engine
 from engine.models.rule import Rule
 from engine.paths import PROJECT_ROOT
 from engine.refengine import ReferenceEngine, RuleConflict
@@ -25,9 +26,13 @@ def test_embedded_rules_load_without_problems() -> None:
     assert RULES.rules
 
 
+ENGINES = {name: make_engine(RULES.rules, name) for name in ENGINE_NAMES}
+
+
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
 @pytest.mark.parametrize(("rule", "case"), CASES, ids=[f"{r.id}::{c.name}" for r, c in CASES])
-def test_rule_case(rule: Rule, case: Any) -> None:
-    (result,) = [r for r in run_rule_cases([rule], ReferenceEngine(RULES.rules)) if r.case == case.name]
+def test_rule_case(rule: Rule, case: Any, engine: str) -> None:
+    (result,) = [r for r in run_rule_cases([rule], ENGINES[engine]) if r.case == case.name]
     assert result.passed, result.detail
 
 

@@ -147,3 +147,8 @@ def test_cost_validation() -> None:
         training_seconds(1e20, 0, 1e12)
     with pytest.raises(ValueError, match="capex_usd"):
         break_even_hours(-1, 2.0)
+
+
+def test_break_even_with_a_vanishing_margin_is_never() -> None:
+    """capex / (rent - own) overflows to infinity for a margin near zero: that is 'never'."""
+    assert break_even_hours(1e10, 1e-300, own_usd_per_hour=0.0) is None

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal, get_args
 
 from engine.sizing._checks import (
@@ -174,7 +175,9 @@ def break_even_hours(
     own = check_non_negative("own_usd_per_hour", own_usd_per_hour)
     if rent <= own:
         return None
-    return capex / (rent - own)
+    hours = capex / (rent - own)
+    # A margin so thin that the quotient overflows means buying never pays back.
+    return hours if math.isfinite(hours) else None
 
 
 def break_even_utilization(
