@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from engine import paths
 from engine.graph import KBGraph
 from engine.kb import KB, load_kb
 
 PROJECT = paths.PROJECT_ROOT
+
+# CI runs the same examples every time (a red build must be reproducible); local runs explore anew.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")
