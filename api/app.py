@@ -1,9 +1,10 @@
-"""The FastAPI application: `create_app()` loads and validates the KB once, at start-up."""
+"""The FastAPI application: `create_app()` loads and checks the KB once, at start-up."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import date
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -11,17 +12,19 @@ from fastapi import FastAPI
 from api.routes import router
 from engine import paths
 from engine.graph import KBGraph
-from engine.kb import load_kb
+from engine.kb import KB
+from engine.lint import load_checked_kb
 
 
-def create_app(kb_root: Path | None = None) -> FastAPI:
-    """The service over the KB at `kb_root` (default: $GPU_ADVISOR_KB or the embedded kb/)."""
+def create_app(kb_root: Path | None = None, *, kb: KB | None = None) -> FastAPI:
+    """The service over `kb` when the caller has already loaded and checked it, else over the KB at
+    `kb_root` (default: $GPU_ADVISOR_KB or the embedded kb/), which must pass every lint check."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        kb = load_kb(kb_root or paths.kb_dir())
-        app.state.kb = kb
-        app.state.graph = KBGraph(kb)
+        loaded = kb or load_checked_kb(kb_root or paths.kb_dir(), paths.data_dir(), date.today())
+        app.state.kb = loaded
+        app.state.graph = KBGraph(loaded)
         yield
 
     app = FastAPI(

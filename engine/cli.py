@@ -16,10 +16,10 @@ from engine import paths
 from engine.catalog import CatalogError, build_offers, report_markdown, write_offers
 from engine.engines import EngineConfigError, make_engine
 from engine.kb import read_kb
-from engine.lint import lint_kb
+from engine.lint import lint_kb, load_checked_kb
 from engine.models.kb import KIND_MODELS
 from engine.models.rule import Rule
-from engine.problems import Problem
+from engine.problems import KBInvalid, Problem
 from engine.rules import read_rules, run_rule_cases
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
@@ -211,14 +211,20 @@ def _stats(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     root = (args.kb or paths.kb_dir()).resolve()
-    problems = lint_kb(root, paths.data_dir(), date.today())
-    if problems:
-        _print_problems(problems)
+    try:
+        kb = load_checked_kb(root, paths.data_dir(), date.today())
+    except KBInvalid as exc:
+        _print_problems(exc.problems)
         print("gpu-advisor: not starting: the knowledge base has problems", file=sys.stderr)
         return EXIT_PROBLEMS
     import uvicorn
 
-    os.environ["GPU_ADVISOR_KB"] = str(root)  # worker processes read it in create_app
+    from api.app import create_app
+
+    if args.workers == 1:  # one process: serve the KB just checked rather than reading it again
+        uvicorn.run(create_app(kb=kb), host=args.host, port=args.port)
+        return EXIT_OK
+    os.environ["GPU_ADVISOR_KB"] = str(root)  # each worker process loads it in create_app
     uvicorn.run("api.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
     return EXIT_OK
 

@@ -16,17 +16,30 @@ from pydantic import BaseModel
 
 from engine.catalog import CONFIG_FILE, CatalogError, build_offers, stale_offers
 from engine.documents import Loc
-from engine.kb import KB, read_kb
+from engine.kb import KB, LoadResult, read_kb
 from engine.models.kb import KIND_MODELS, Entity, Gpu, Interconnect, Model, Offer
 from engine.paths import display_path
-from engine.problems import Problem
+from engine.problems import KBInvalid, Problem
 
 _NO_BANDWIDTH_KINDS = ("none", "unified")
 
 
 def lint_kb(root: Path, data: Path | None, today: date) -> list[Problem]:
     """All problems in the KB at `root`; `data` (the snapshot folder) enables the generated check."""
+    return lint_loaded(read_kb(root), data, today)
+
+
+def load_checked_kb(root: Path, data: Path | None, today: date) -> KB:
+    """The KB at `root` if every lint check passes (what the service runs on), else `KBInvalid`."""
     result = read_kb(root)
+    problems = lint_loaded(result, data, today)
+    if problems or result.kb is None:
+        raise KBInvalid(problems)
+    return result.kb
+
+
+def lint_loaded(result: LoadResult, data: Path | None, today: date) -> list[Problem]:
+    """Every problem of an already-read KB: its reading problems plus the value and generated checks."""
     problems = list(result.problems)
     if result.kb is not None:
         problems.extend(value_problems(result.kb, today))

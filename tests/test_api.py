@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
 from engine.kb import KB
+from engine.problems import KBInvalid
 
 
 @pytest.fixture(scope="module")
@@ -50,3 +52,10 @@ def test_version(client: TestClient, kb: KB) -> None:
     body = client.get("/version").json()
     assert body["kb_version"] == kb.version
     assert body["prices_as_of"] >= "2025-01-01"
+
+
+def test_an_app_over_an_invalid_kb_refuses_to_start(kb_copy: Path) -> None:
+    (kb_copy / "gpus/nvidia-h100-sxm.yaml").write_text("id: nvidia-h100-sxm\n")
+    with pytest.raises(KBInvalid) as raised, TestClient(create_app(kb_copy)):
+        pass
+    assert any(p.check == "missing-field" for p in raised.value.problems)
