@@ -20,6 +20,7 @@ from engine.lint import lint_kb, load_checked_kb
 from engine.models.kb import KIND_MODELS
 from engine.models.rule import Rule
 from engine.problems import KBInvalid, Problem
+from engine.ruledocs import new_rule_path, rules_markdown, scaffold
 from engine.rules import read_rules, run_rule_cases
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
@@ -86,6 +87,18 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--out", type=Path, default=paths.PROJECT_ROOT / "docs" / "schema")
     schema.add_argument("--check", action="store_true", help="only check that the files are up to date")
     schema.set_defaults(handler=_schema)
+
+    docs = kb.add_parser("docs", help="write docs/rules.md from the rule files")
+    _rules_option(docs)
+    docs.add_argument("--out", type=Path, default=paths.PROJECT_ROOT / "docs" / "rules.md")
+    docs.add_argument("--check", action="store_true", help="only check that the file is up to date")
+    docs.set_defaults(handler=_docs)
+
+    new_rule = kb.add_parser("new-rule", help="scaffold rules/<category>/<id>.yaml")
+    new_rule.add_argument("--category", required=True, help="folder under rules/, e.g. precision")
+    new_rule.add_argument("--id", required=True, dest="rule_id", help="kebab-case rule id")
+    _rules_option(new_rule)
+    new_rule.set_defaults(handler=_new_rule)
 
     stats = kb.add_parser("stats", help="count the entities of each kind")
     _kb_option(stats)
@@ -195,6 +208,46 @@ def _schema(args: argparse.Namespace) -> int:
         print(f"out of date: {', '.join(stale)} (run `gpu-advisor kb schema`)", file=sys.stderr)
         return EXIT_PROBLEMS
     print(f"{len(stale)} schema file(s) {'would change' if args.check else 'written'}")
+    return EXIT_OK
+
+
+def rules_document(root: Path) -> tuple[str | None, list[Problem]]:
+    """docs/rules.md's text for the rules under `root` (None, problems when they do not load)."""
+    ruleset = read_rules(root)
+    if ruleset.problems:
+        return None, list(ruleset.problems)
+    categories = {path.stem: path.parent.name for path in root.glob("*/*.yaml")}
+    return rules_markdown(ruleset.rules, categories), []
+
+
+def _docs(args: argparse.Namespace) -> int:
+    text, problems = rules_document(args.rules or paths.rules_dir())
+    if text is None:
+        _print_problems(problems)
+        return EXIT_PROBLEMS
+    out: Path = args.out
+    current = out.read_text(encoding="utf-8") if out.exists() else None
+    if args.check:
+        if current != text:
+            print(f"out of date: {out.name} (run `gpu-advisor kb docs`)", file=sys.stderr)
+            return EXIT_PROBLEMS
+        print(f"{out.name} is up to date")
+        return EXIT_OK
+    out.write_text(text, encoding="utf-8")
+    print(f"{out.name} written")
+    return EXIT_OK
+
+
+def _new_rule(args: argparse.Namespace) -> int:
+    root = args.rules or paths.rules_dir()
+    try:
+        path = new_rule_path(root, args.category, args.rule_id)
+    except ValueError as exc:
+        print(f"gpu-advisor: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(scaffold(args.category, args.rule_id, date.today()), encoding="utf-8")
+    print(f"wrote {args.category}/{path.name}: edit it, then `gpu-advisor kb lint` and `gpu-advisor kb test`")
     return EXIT_OK
 
 

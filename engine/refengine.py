@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 from engine.models.rule import AllOf, AnyOf, Condition, Rule, Scalar, When, facts_in
 
@@ -61,9 +62,13 @@ def condition_holds(condition: Condition, facts: Facts) -> bool:
     op, operand = condition.operator, condition.operand
     if condition.fact not in facts:
         return op == "exists" and operand is False
-    value = facts[condition.fact]
     if op == "exists":
         return bool(operand)
+    return compare(op, facts[condition.fact], operand)
+
+
+def compare(op: str, value: Scalar, operand: Any) -> bool:
+    """`value <op> operand` for the comparison operators (not `exists`); numbers only order numbers."""
     if op == "eq":
         return _equal(value, operand)
     if op == "ne":

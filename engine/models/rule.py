@@ -3,8 +3,9 @@
 A rule reads *facts* (named scalar values) and acts through a closed vocabulary; nothing in a rule
 file is ever executed. Facts come in two kinds:
 
-- input facts, flattened from the request: names under `workload.`, `constraints.` or `request.`
-  (e.g. `workload.params_b`, `constraints.os`, `request.objective`);
+- input facts, known before any rule fires: the request flattened under `workload.`, `constraints.`
+  and `request.` (e.g. `workload.params_b`, `constraints.os`), the workload's sizing under `sizing.`
+  and the hardware the request names under `hardware.` (docs/rule-facts.md);
 - derived facts, asserted by rules with `derive` (e.g. `size_tier`, `plan.tp_degree`). A derived
   fact is set once and never changed, so conditions on derived facts only ever become true.
 
@@ -29,7 +30,9 @@ FactName = Annotated[
 FiniteFloat = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 Number = StrictInt | FiniteFloat
 Scalar = StrictBool | StrictInt | FiniteFloat | StrictStr
-INPUT_NAMESPACES = ("workload.", "constraints.", "request.")
+INPUT_NAMESPACES = ("workload.", "constraints.", "request.", "sizing.", "hardware.")
+"""Facts known before any rule fires: the request, its sizing and the hardware it names
+(docs/rule-facts.md)."""
 RESERVED_FACTS = ("sid", "id", "_g", "type")
 """Field names the durable-rules adapter uses itself (engine-notes §3, bug 4)."""
 
@@ -145,24 +148,45 @@ def facts_in(when: When) -> list[tuple[str, bool]]:
 # --- Actions ---------------------------------------------------------------------------------
 
 CandidateAttribute = Literal[
+    # the hardware option, known before sizing
     "gpu",
     "gpu_class",
     "vendor",
-    "interconnect",
+    "sold_as",
+    "form_factor",
     "platform",
+    "interconnect",
+    "tensor_parallel_suitable",
+    "compute_capability",
+    "bf16_native",
+    "fp8_native",
+    "vram_per_gpu_gb",
+    "gpu_count",
+    "nodes",
     "acquisition",
+    "price_kind",
     "pricing",
     "provider",
     "provider_hosts",
-    "gpu_count",
-    "nodes",
-    "vram_per_gpu_gb",
+    "vendor_allowed",
+    "provider_allowed",
+    "usable_from_os",
+    "within_max_gpus",
+    "matches_gpu_count",
+    # the plan, known once sized
+    "method",
     "precision",
-    "sold_as",
-    "tensor_parallel_suitable",
-    "compute_capability",
+    "method_changed",
+    "precision_changed",
+    "precision_native",
+    "strategy",
+    "tp_degree",
+    "offload",
+    "fits",
+    "within_budget",
+    "strategy_allowed",
 ]
-"""What `require` / `exclude` / `prefer` may filter candidates on (the recommendation's fields)."""
+"""What `require` / `exclude` / `prefer` may filter candidates on (docs/rule-facts.md)."""
 
 
 CandidateFilter = Annotated[dict[CandidateAttribute, Scalar | Comparisons], Field(min_length=1)]

@@ -1,0 +1,266 @@
+"""Hardware options for a request: every GPU x count x acquisition the KB makes possible.
+
+An option is hardware and a way to get it: bought (new or used, at the KB's latest price), rented
+(each priced offer, on demand and, where the rules allow, spot; 8-GPU offers also as 2, 4 and 8 nodes),
+or already owned. What runs on it (method, precision, layout) is chosen later by the planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from engine.graph import KBGraph
+from engine.models.kb import Gpu, Interconnect, Offer, Price
+from engine.models.request import RecommendRequest
+from engine.models.rule import Scalar
+from engine.performance import Links
+from engine.sizing import GB
+
+CARD_COUNTS = (1, 2, 4, 8)
+SERVER_COUNTS = (4, 8, 16, 32, 64)
+"""SXM/OAM modules come on 4- or 8-GPU boards; beyond 8, whole servers joined by InfiniBand."""
+OFFER_NODES = (1, 2, 4, 8)
+INTER_NODE_LINK = "infiniband-ndr"
+"""The network assumed between 8-GPU servers (NDR, 400 Gb/s per GPU, as in DGX H100 SuperPODs)."""
+DEFAULT_HOST_LINK = "pcie-4"
+RENTED_STACKS = ("cuda", "rocm", "xla", "synapseai", "cpu")
+"""A rented GPU runs Linux with its vendor's first stack."""
+
+
+@dataclass(frozen=True)
+class Option:
+    gpu: Gpu
+    count: int
+    nodes: int
+    acquisition: str
+    """buy | rent | owned"""
+    pricing: str
+    """owned | on_demand | spot (a bought option is `owned` once bought)"""
+    price_kind: str
+    """new | used | on_demand | spot | owned"""
+    unit_price: Price | None = None
+    offer: Offer | None = None
+    hourly_rent_usd: float = 0.0
+    """rent for all `count` GPUs per hour"""
+    interconnect: str = "none"
+    platform: str = "cuda"
+    os_path: str = "linux"
+    links: Links = field(default_factory=lambda: Links(1.0, 1.0, 1.0))
+    attrs: Mapping[str, Scalar] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def capex_usd(self) -> float:
+        return (
+            self.unit_price.price_usd * self.count if self.unit_price and self.acquisition == "buy" else 0.0
+        )
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.count // self.nodes
+
+
+@dataclass(frozen=True)
+class Context:
+    """What options depend on beyond the KB: the user's OS and allow-lists, and whether spot is allowed."""
+
+    os: str
+    vendors: frozenset[str] | None
+    providers: frozenset[str] | None
+    spot: bool
+    owned: Mapping[str, int]
+    extra_counts: frozenset[tuple[str, int]]
+    """(gpu, count) pairs the request names (target hardware, a fixed gpu_count)"""
+
+
+def context_for(request: RecommendRequest, *, spot: bool) -> Context:
+    c = request.constraints
+    owned: dict[str, int] = {}
+    for item in c.existing_hardware:
+        owned[item.gpu] = owned.get(item.gpu, 0) + item.count
+    extra = set()
+    if c.target_hardware is not None:
+        extra.add((c.target_hardware.gpu, c.target_hardware.count))
+    return Context(
+        os=c.os or "linux",
+        vendors=frozenset(c.vendors) if c.vendors else None,
+        providers=frozenset(c.providers) if c.providers else None,
+        spot=spot,
+        owned=MappingProxyType(owned),
+        extra_counts=frozenset(extra),
+    )
+
+
+def options(graph: KBGraph, ctx: Context, gpu_count: int | None = None) -> Iterator[Option]:
+    """Every option, in a fixed order (GPUs by id, then owned, bought, rented)."""
+    for gpu_id in sorted(graph.kb.gpus):
+        gpu = graph.kb.gpus[gpu_id]
+        named = {count for g, count in ctx.extra_counts if g == gpu_id} | (
+            {gpu_count} if gpu_count else set()
+        )
+        yield from _owned(graph, ctx, gpu, named)
+        yield from _bought(graph, ctx, gpu, named)
+        yield from _rented(graph, ctx, gpu)
+
+
+def _owned(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:
+    have = ctx.owned.get(gpu.id, 0)
+    for count in sorted({c for c in (*CARD_COUNTS, *named) if c <= have} | ({have} if have else set())):
+        yield _local(graph, ctx, gpu, count, "owned", "owned", None)
+
+
+def _bought(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:
+    if gpu.sold_as == "cloud-only":
+        return
+    if gpu.sold_as == "machine":
+        counts: set[int] = {1}
+    elif gpu.sold_as == "server":
+        counts = set(SERVER_COUNTS)
+    else:
+        counts = set(CARD_COUNTS)
+    for kind, price in latest_prices(gpu.prices).items():
+        for count in sorted(counts | named):
+            yield _local(graph, ctx, gpu, count, "buy", kind, price)
+
+
+def latest_prices(prices: list[Price]) -> dict[str, Price]:
+    """The latest used price and the latest new one (an MSRP or estimate stands for new)."""
+    found: dict[str, Price] = {}
+    for price in sorted(prices, key=lambda p: (p.as_of, p.price_usd)):
+        found["used" if price.kind == "used" else "new"] = price
+    return {kind: found[kind] for kind in sorted(found)}
+
+
+def _local(
+    graph: KBGraph, ctx: Context, gpu: Gpu, count: int, acquisition: str, kind: str, price: Price | None
+) -> Option:
+    per_node = gpu.link_domain_gpus if gpu.sold_as == "server" else count
+    nodes = max(1, count // max(1, min(per_node, 8))) if count > 8 else 1
+    routes = [r for r in graph.os_routes(gpu.id, ctx.os) if r.support in ("full", "limited")]
+    platform = routes[0].platform if routes else gpu.platforms[0]
+    os_path = "wsl2" if routes and routes[0].via == "wsl2" else ctx.os
+    return _option(
+        graph,
+        ctx,
+        gpu,
+        count=count,
+        nodes=nodes,
+        acquisition=acquisition,
+        pricing="owned",
+        price_kind=kind,
+        price=price,
+        platform=platform,
+        os_path=os_path,
+        usable=bool(routes),
+    )
+
+
+def _rented(graph: KBGraph, ctx: Context, gpu: Gpu) -> Iterator[Option]:
+    stacks = [stack for stack in RENTED_STACKS if stack in gpu.platforms] or list(gpu.platforms)
+    for offer in graph.offers_for_gpu(gpu.id):
+        prices = [("on_demand", offer.on_demand_usd_per_hour)]
+        if ctx.spot:
+            prices.append(("spot", offer.spot_usd_per_hour))
+        for pricing, hourly in prices:
+            if hourly is None:
+                continue
+            for nodes in OFFER_NODES if offer.gpu_count == 8 else (1,):
+                yield _option(
+                    graph,
+                    ctx,
+                    gpu,
+                    count=offer.gpu_count * nodes,
+                    nodes=nodes,
+                    acquisition="rent",
+                    pricing=pricing,
+                    price_kind=pricing,
+                    offer=offer,
+                    hourly=hourly * nodes,
+                    platform=stacks[0],
+                    os_path="linux",
+                    usable=True,
+                )
+
+
+def _one_way_gbs(link: Interconnect, figure: float | None = None) -> float:
+    """One direction's bandwidth of a link (GB/s), from `figure` (a GPU's own) or the link's."""
+    both = figure or link.bandwidth_gbs
+    return both / 2 if link.direction == "bidirectional" else both
+
+
+def _option(
+    graph: KBGraph,
+    ctx: Context,
+    gpu: Gpu,
+    *,
+    count: int,
+    nodes: int,
+    acquisition: str,
+    pricing: str,
+    price_kind: str,
+    platform: str,
+    os_path: str,
+    usable: bool,
+    price: Price | None = None,
+    offer: Offer | None = None,
+    hourly: float = 0.0,
+) -> Option:
+    kb = graph.kb
+    link = kb.interconnects[offer.interconnect] if offer else graph.gpu_link(gpu.id)
+    inter = kb.interconnects[INTER_NODE_LINK]
+    host = kb.interconnects[gpu.host_interface or DEFAULT_HOST_LINK]
+    per_node = count // nodes
+    joined = per_node <= max(gpu.link_domain_gpus, 1) or link.kind == "nvswitch"
+    tp_ok = link.tensor_parallel_suitable and joined and count > 1
+    kind = "infiniband" if nodes > 1 else link.kind if (count > 1 or link.kind == "unified") else "none"
+    links = Links(
+        gpu_to_gpu=(_one_way_gbs(link, gpu.interconnect_gbs) if joined else _one_way_gbs(host)) * GB,
+        inter_node=_one_way_gbs(inter) * GB,
+        host=_one_way_gbs(host) * GB,
+    )
+    provider = kb.providers[offer.provider] if offer else None
+    attrs: dict[str, Scalar] = {
+        "gpu": gpu.id,
+        "gpu_class": gpu.gpu_class,
+        "vendor": gpu.vendor,
+        "sold_as": gpu.sold_as,
+        "form_factor": gpu.form_factor,
+        "platform": platform,
+        "interconnect": kind,
+        "tensor_parallel_suitable": tp_ok,
+        "bf16_native": "bf16" in gpu.native_precisions,
+        "fp8_native": "fp8" in gpu.native_precisions,
+        "vram_per_gpu_gb": gpu.usable_memory_gb or gpu.memory_gb,
+        "gpu_count": count,
+        "nodes": nodes,
+        "acquisition": acquisition,
+        "price_kind": price_kind,
+        "pricing": pricing,
+        "vendor_allowed": ctx.vendors is None or gpu.vendor in ctx.vendors,
+        "provider_allowed": acquisition != "rent"
+        or ctx.providers is None
+        or (offer is not None and offer.provider in ctx.providers),
+        "usable_from_os": usable,
+    }
+    if gpu.compute_capability is not None:
+        attrs["compute_capability"] = float(gpu.compute_capability)
+    if provider is not None:
+        attrs["provider"] = provider.id
+        attrs["provider_hosts"] = provider.hosts
+    return Option(
+        gpu=gpu,
+        count=count,
+        nodes=nodes,
+        acquisition=acquisition,
+        pricing=pricing,
+        price_kind=price_kind,
+        unit_price=price,
+        offer=offer,
+        hourly_rent_usd=hourly,
+        interconnect=kind,
+        platform=platform,
+        os_path=os_path,
+        links=links,
+        attrs=MappingProxyType(attrs),
+    )

@@ -1,0 +1,120 @@
+"""What an option costs: capex, running cost, the horizon total, the break-even against renting.
+
+Busy hours are the hours the hardware works over the horizon: `horizon x utilization` when the request
+gives a utilization, else one run's hours when the job's length is known, else the horizon at the
+default utilization. Renting pays only for busy hours; owning pays the capex once and power while busy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.candidates import Option
+from engine.sizing import break_even_hours, owned_cost_per_hour_usd, power_cost_per_hour_usd
+
+DEFAULT_UTILIZATION = 0.7
+"""Busy share assumed when the request gives neither a utilization nor the job's length (seed 002,
+'COST PER 1M TOKENS - 7B FP16 INFERENCE (70% utilization, 3-yr life)')."""
+HOURS_PER_MONTH = 730.0
+
+
+@dataclass(frozen=True)
+class Usage:
+    busy_hours: float
+    utilization: float
+    run_hours: float | None
+    """one run's wall-clock hours, when known"""
+    horizon_hours: float
+    usd_per_kwh: float
+
+
+def usage(
+    utilization: float | None, run_hours: float | None, horizon_hours: float, usd_per_kwh: float
+) -> Usage:
+    if utilization is not None:
+        busy = horizon_hours * utilization
+    elif run_hours is not None:
+        busy = min(run_hours, horizon_hours)
+    else:
+        busy = horizon_hours * DEFAULT_UTILIZATION
+    return Usage(busy, busy / horizon_hours, run_hours, horizon_hours, usd_per_kwh)
+
+
+@dataclass(frozen=True)
+class Costs:
+    capex_usd: float
+    hourly_usd: float
+    monthly_usd: float
+    cost_per_1m_tokens_usd: float | None
+    gpu_hours: float | None
+    run_cost_usd: float | None
+    break_even_hours: float | None
+    horizon_cost_usd: float
+    rent_cost_over_horizon_usd: float | None
+
+
+def costs(
+    option: Option,
+    copies: int,
+    use: Usage,
+    aggregate_tokens_per_s: float,
+    *,
+    rent_per_gpu_hour: float | None,
+    buy_per_gpu: float | None,
+) -> Costs:
+    """Costs of `copies` copies of the option (a serving fleet) at the stated use.
+
+    `rent_per_gpu_hour` is the cheapest on-demand rate for this GPU (for the buy-vs-rent comparison),
+    `buy_per_gpu` its purchase price (for a rented option's break-even); either may be unknown.
+    """
+    gpus = option.count * copies
+    capex = option.capex_usd * copies
+    watts = (option.gpu.tdp_w or 0) * gpus
+    power = power_cost_per_hour_usd(watts, usd_per_kwh=use.usd_per_kwh)
+    hourly = option.hourly_rent_usd * copies if option.acquisition == "rent" else power
+    horizon = capex + hourly * use.busy_hours
+    rent_equivalent = None if rent_per_gpu_hour is None else rent_per_gpu_hour * gpus * use.busy_hours
+    if option.acquisition == "rent":
+        rent_equivalent = horizon
+        break_even = (
+            None
+            if buy_per_gpu is None
+            else break_even_hours(buy_per_gpu * gpus, hourly, own_usd_per_hour=power)
+        )
+    elif option.acquisition == "buy" and rent_per_gpu_hour is not None:
+        break_even = break_even_hours(capex, rent_per_gpu_hour * gpus, own_usd_per_hour=power)
+    else:
+        break_even = None
+    run_cost = None
+    if use.run_hours is not None:
+        if option.acquisition == "buy":
+            years = use.horizon_hours / 8760
+            per_hour = owned_cost_per_hour_usd(capex, watts, horizon_years=years, usd_per_kwh=use.usd_per_kwh)
+            run_cost = per_hour * use.run_hours
+        else:
+            run_cost = hourly * use.run_hours
+    tokens = aggregate_tokens_per_s * copies * 3600 * use.busy_hours
+    return Costs(
+        capex_usd=capex,
+        hourly_usd=hourly,
+        monthly_usd=hourly * HOURS_PER_MONTH * use.utilization,
+        cost_per_1m_tokens_usd=horizon / tokens * 1e6 if tokens > 0 and horizon > 0 else None,
+        gpu_hours=None if use.run_hours is None else use.run_hours * gpus,
+        run_cost_usd=run_cost,
+        break_even_hours=break_even,
+        horizon_cost_usd=horizon,
+        rent_cost_over_horizon_usd=rent_equivalent,
+    )
+
+
+def spend(option_costs: Costs, acquisition: str) -> float:
+    """What a budget is compared with: capex when buying, the rental total when renting, 0 when owned."""
+    if acquisition == "buy":
+        return option_costs.capex_usd
+    if acquisition == "rent":
+        return (
+            option_costs.run_cost_usd
+            if option_costs.run_cost_usd is not None
+            else option_costs.horizon_cost_usd
+        )
+    return 0.0

@@ -1,0 +1,165 @@
+"""Words for the response: each recommendation's `why`, the chat-ready `summary`, the trace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.models.response import TraceStep
+from engine.models.rule import Citation, Rule
+from engine.planner import Candidate
+from engine.policy import Policy
+from engine.refengine import Outcome
+from engine.sizing import GB
+from engine.workload import Job
+
+READ_FACTS = (
+    "size_tier",
+    "bound",
+    "plan.precision",
+    "plan.memory_headroom_pct",
+    "plan.gradient_checkpointing",
+    "ranking.value",
+    "acquisition_lean",
+)
+"""Derived facts the recommender reads: the rules that derive them shaped every option."""
+
+TASK_WORDS = {
+    "inference": "serving",
+    "pretrain": "pretraining",
+    "full_finetune": "fully fine-tuning",
+    "lora": "LoRA fine-tuning",
+    "qlora": "QLoRA fine-tuning",
+}
+
+
+def citation_text(citation: Citation) -> str:
+    return citation.url or citation.source
+
+
+def trace(outcome: Outcome, rules: Sequence[Rule]) -> list[TraceStep]:
+    by_id = {rule.id: rule for rule in rules}
+    return [
+        TraceStep(
+            step=firing.step,
+            rule=firing.rule,
+            title=by_id[firing.rule].title,
+            matched=dict(firing.matched),
+            derived=dict(firing.derived),
+            message=" ".join(firing.messages),
+            citations=[citation_text(c) for c in by_id[firing.rule].citations],
+        )
+        for firing in outcome.firings
+    ]
+
+
+def money(usd: float) -> str:
+    if usd >= 100:
+        return f"${usd:,.0f}"
+    return f"${usd:,.2f}"
+
+
+def hardware(candidate: Candidate) -> str:
+    option = candidate.option
+    count = f"{candidate.gpu_count} x " if candidate.gpu_count > 1 else ""
+    if option.acquisition == "owned":
+        how = "already owned"
+    elif option.acquisition == "buy":
+        unit = option.unit_price.price_usd if option.unit_price else 0.0
+        how = f"bought {option.price_kind} at about {money(unit)} per GPU"
+    else:
+        offer = option.offer
+        where = f"{offer.provider} {offer.instance_type}" if offer else "a cloud"
+        how = f"rented {option.pricing.replace('_', '-')} ({where})"
+    return f"{count}{option.gpu.name}, {how}"
+
+
+def plan_words(candidate: Candidate) -> str:
+    layout = candidate.spec.layout
+    words = f"{TASK_WORDS.get(layout.method, layout.method)} in {layout.precision}"
+    if candidate.spec.parallelism:
+        words += " with " + " + ".join(candidate.spec.parallelism)
+        if layout.tp > 1:
+            words += f" (degree {layout.tp})"
+    if layout.checkpointing:
+        words += ", activation checkpointing on"
+    return words
+
+
+def speed_words(candidate: Candidate) -> str:
+    speed = candidate.speed
+    if candidate.spec.layout.method == "inference":
+        total = speed.aggregate_tokens_per_s * candidate.copies
+        text = f"about {speed.tokens_per_s:,.0f} tokens/s per sequence ({total:,.0f} in all)"
+    else:
+        text = f"about {speed.aggregate_tokens_per_s * candidate.copies:,.0f} training tokens/s"
+        if speed.training_hours is not None:
+            text += f", {speed.training_hours:,.1f} h for the run"
+    return text
+
+
+def cost_words(candidate: Candidate) -> str:
+    costs = candidate.costs
+    if candidate.option.acquisition == "buy":
+        text = f"{money(costs.capex_usd)} up front"
+        if costs.break_even_hours is not None:
+            text += f", cheaper than renting after {costs.break_even_hours:,.0f} h of use"
+    elif candidate.option.acquisition == "rent":
+        text = f"{money(costs.hourly_usd)}/h, {money(costs.monthly_usd)}/month at the stated use"
+    else:
+        text = f"power only, {money(costs.hourly_usd)}/h"
+    return text + f"; {money(costs.horizon_cost_usd)} over the horizon"
+
+
+def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
+    memory = candidate.memory
+    vram = float(candidate.attrs["vram_per_gpu_gb"])
+    parts = [
+        f"{hardware(candidate)}: {plan_words(candidate)}.",
+        f"Needs {memory.total / GB:.1f} GB of {vram:g} GB per GPU ({candidate.headroom_pct:.0f}% free);"
+        f" {speed_words(candidate)}; {cost_words(candidate)}.",
+    ]
+    if candidate.copies > 1:
+        parts.append(f"{candidate.copies} copies meet the serving demand.")
+    parts.extend(reasons)
+    return " ".join(parts)
+
+
+def relevant_steps(candidate: Candidate, policy: Policy, outcome: Outcome) -> list[int]:
+    """Trace steps behind an option: rules deriving what the recommender reads, every filter, the
+    suggestions its plan uses, and the preferences that matched it."""
+    steps = {f.step for f in policy.filters}
+    layout = candidate.spec.layout
+    used = {
+        ("method", layout.method),
+        ("precision", layout.precision),
+        ("pricing", candidate.option.pricing),
+        *(("parallelism", name) for name in candidate.spec.parallelism),
+    }
+    steps.update(s.step for s in policy.suggestions if (s.kind, str(s.value)) in used)
+    steps.update(policy.steps[rule] for rule in candidate.preferred_by)
+    for firing in outcome.firings:
+        if any(name in READ_FACTS for name in firing.derived):
+            steps.add(firing.step)
+    return sorted(steps)
+
+
+def reasons(candidate: Candidate, policy: Policy, job: Job) -> list[str]:
+    """Rule messages that explain how this option differs from the plain request."""
+    layout = candidate.spec.layout
+    found: list[str] = []
+    if layout.method != job.task:
+        found += [s.message for s in policy.suggestions if s.kind == "method" and s.value == layout.method]
+    if candidate.attrs.get("precision_changed"):
+        found += [
+            s.message for s in policy.suggestions if s.kind == "precision" and s.value == layout.precision
+        ]
+    found += [p.message for p in policy.preferences if p.rule in candidate.preferred_by]
+    unique: list[str] = []
+    for message in found:
+        if message not in unique:
+            unique.append(message)
+    return unique[:4]
+
+
+def workload_words(job: Job) -> str:
+    return f"{TASK_WORDS[job.task]} a {job.params / 1e9:g}B-parameter model"

@@ -1,0 +1,157 @@
+"""Speed of one plan on one GPU model: decode tokens/s for inference, training tokens/s and hours.
+
+A roofline over the sizing functions (engine/sizing/throughput.py): decoding streams the weights (and
+KV cache) once per step, so it is bound by memory bandwidth until the batch reaches the GPU's
+FLOPs-per-byte ridge; training is bound by FLOPS at the model FLOPs utilization, plus the gradient
+all-reduce over the GPU-to-GPU link and, with offload, traffic over the host link. No overlap of
+communication with compute is assumed, so times are upper bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.memory import Layout, kv_dtype, micro_batch, weight_precision
+from engine.models.kb import Gpu
+from engine.sizing import (
+    GB,
+    LORA_ALL_LINEAR,
+    TFLOPS,
+    allreduce_seconds,
+    decode_bytes_per_step,
+    decode_step_seconds,
+    forward_flops_per_token,
+    kv_cache_bytes_per_token,
+    lora_params,
+    max_concurrent_sequences,
+    moe_decode_params_read,
+    paged_tokens,
+    tensor_parallel_comm_seconds,
+    total_params,
+    weight_bytes_per_param,
+    weights_bytes,
+)
+from engine.sizing.conventions import (
+    FULL_RECOMPUTE_FLOPS_PER_PARAM_TOKEN,
+    MFU,
+    TRAINING_FLOPS_PER_PARAM_TOKEN,
+)
+from engine.workload import Job
+
+ZERO3_COMM_VOLUME = 1.5
+"""ZeRO-3 moves 1.5x the data of DDP's all-reduce per step (Rajbhandari et al. 2020, Sec. 7.2.2)."""
+TP_TRAINING_COMM_FACTOR = 3
+"""Tensor-parallel training does the forward all-reduces and twice as many backward (Narayanan et al.
+2021, arXiv 2104.04473, Sec. 3.2: 2 all-reduces forward and 2 backward per layer, gradients included)."""
+
+
+@dataclass(frozen=True)
+class Speed:
+    tokens_per_s: float
+    """per sequence (inference) or per replica (training)"""
+    aggregate_tokens_per_s: float
+    max_concurrent_sequences: int | None = None
+    training_hours: float | None = None
+
+
+@dataclass(frozen=True)
+class Links:
+    """Bandwidths (bytes/s) a plan's traffic crosses: between GPUs of a node, between nodes, to the host."""
+
+    gpu_to_gpu: float
+    inter_node: float
+    host: float
+
+
+def peak_flops(gpu: Gpu, precision: str) -> float | None:
+    """Dense peak FLOP/s for the plan's compute format: fp8 where native, 16-bit tensor cores for
+    16-bit and weight-only integer formats, TF32 (else vector) for fp32."""
+    if precision == "fp8" and gpu.fp8_dense_tflops:
+        return gpu.fp8_dense_tflops * TFLOPS
+    if precision == "fp32":
+        tflops = gpu.tf32_dense_tflops or gpu.fp32_tflops
+    else:
+        tflops = gpu.bf16_dense_tflops or gpu.fp16_dense_tflops or gpu.fp32_tflops
+    return None if tflops is None else tflops * TFLOPS
+
+
+def inference_speed(job: Job, gpu: Gpu, layout: Layout, links: Links) -> Speed | None:
+    """Decode speed per sequence and for all replicas (None when the GPU has no FLOPS figure).
+
+    Tensor parallelism reads each weight shard from its own GPU, so bandwidth and FLOPS add up, less two
+    all-reduces per layer; a pipeline split reads the stages one after another, so one sequence decodes
+    at one GPU's speed.
+    """
+    peak = peak_flops(gpu, layout.precision)
+    if peak is None:
+        return None
+    precision = weight_precision(layout.precision)
+    sequences = micro_batch(job, layout)
+    read_params = moe_decode_params_read(job.shape, sequences) * job.params / total_params(job.shape)
+    kv_per_token = kv_cache_bytes_per_token(job.shape, kv_dtype(job, layout.precision))
+    step_bytes = decode_bytes_per_step(
+        read_params * weight_bytes_per_param(precision), kv_per_token * job.seq_len, sequences
+    )
+    ways = layout.tp if layout.split == "tensor" else 1
+    step = decode_step_seconds(
+        sequences,
+        forward_flops_per_token(job.active_params),
+        step_bytes,
+        peak * ways,
+        gpu.memory_bandwidth_gbs * GB * ways,
+    )
+    if layout.split == "tensor" and layout.tp > 1:
+        step += tensor_parallel_comm_seconds(
+            sequences, job.shape.hidden_size, job.shape.n_layers, layout.tp, links.gpu_to_gpu
+        )
+    concurrent = max_concurrent_sequences(
+        gpu.memory_gb * GB,
+        weights_bytes(job.params, precision),
+        kv_per_token * paged_tokens(job.seq_len),
+        n_gpus=layout.tp,
+    )
+    per_sequence = 1.0 / step
+    # Every sequence in flight decodes at the replica's step rate; idle replicas add nothing.
+    return Speed(per_sequence, per_sequence * job.batch, concurrent * layout.dp)
+
+
+def trained_params(job: Job, method: str) -> float:
+    """Parameters that receive gradients: all of them, or the LoRA adapters (QLoRA: every linear layer)."""
+    if method == "lora":
+        return float(lora_params(job.shape, job.lora_rank))
+    if method == "qlora":
+        return float(lora_params(job.shape, job.lora_rank, targets=LORA_ALL_LINEAR))
+    return job.params
+
+
+def training_speed(job: Job, gpu: Gpu, layout: Layout, links: Links, *, nodes: int = 1) -> Speed | None:
+    """Training tokens/s over all GPUs, and the hours for `training_tokens` (None without a FLOPS figure).
+
+    Step time = compute (C = 6 P per token, 8 P with full recomputation, at the MFU; Transformer Math 101)
+    + the gradient all-reduce (x1.5 with ZeRO-3) + tensor-parallel all-reduces + with offload the 16-bit
+    gradients and weights of the trained parameters crossing the host link.
+    """
+    peak = peak_flops(gpu, layout.precision)
+    if peak is None:
+        return None
+    gpus = layout.tp * layout.dp
+    per_token = (
+        FULL_RECOMPUTE_FLOPS_PER_PARAM_TOKEN if layout.checkpointing else TRAINING_FLOPS_PER_PARAM_TOKEN
+    )
+    step_tokens = job.batch * job.seq_len
+    step = per_token * job.active_params * step_tokens / (gpus * peak * MFU)
+    trained = trained_params(job, layout.method)
+    link = links.gpu_to_gpu if nodes == 1 else min(links.gpu_to_gpu, links.inter_node)
+    if layout.dp > 1:
+        volume = ZERO3_COMM_VOLUME if layout.sharded or layout.offload else 1.0
+        step += volume * allreduce_seconds(2.0 * trained / layout.tp, layout.dp, link)
+    if layout.tp > 1:
+        tokens = max(1, step_tokens // layout.dp)
+        step += TP_TRAINING_COMM_FACTOR * tensor_parallel_comm_seconds(
+            tokens, job.shape.hidden_size, job.shape.n_layers, layout.tp, link
+        )
+    if layout.offload:
+        step += 2.0 * 2.0 * trained / gpus / links.host
+    rate = step_tokens / step
+    hours = None if job.training_tokens is None else job.training_tokens / rate / 3600
+    return Speed(rate / layout.dp, rate, None, hours)

@@ -1,0 +1,308 @@
+"""For each hardware option, the plan that runs the job on it: method, precision and layout, sized.
+
+Plans are tried in a fixed order of preference (docs/rule-facts.md): the requested method, then the
+methods the rules suggest (lighter ones only: full fine-tune, LoRA, QLoRA); within a method the
+requested (or rule-chosen) precision, then suggested ones; within those, one GPU or replicas, DDP,
+ZeRO-3 sharding, tensor parallel, pipeline parallel, offload, each without then with activation
+checkpointing. The first plan that fits in memory (less the headroom) and passes every filter is the
+option's plan. Memory depends only on the layout, so it is computed once per layout and request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from math import ceil
+from types import MappingProxyType
+
+from engine.candidates import Option
+from engine.economics import Costs, Usage, costs, spend, usage
+from engine.memory import Breakdown, Layout, Split, per_gpu
+from engine.models.request import RecommendRequest
+from engine.models.rule import Scalar
+from engine.performance import Speed, inference_speed, training_speed
+from engine.policy import Filter, Policy, matches
+from engine.sizing import GB
+from engine.workload import Job
+
+METHOD_ORDER = ("pretrain", "full_finetune", "lora", "qlora")
+PRECISION_ORDER = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+TRAINING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
+SHARDED_NAMES = ("zero-3", "fsdp-full-shard")
+MEMORY_RULE = "memory"
+"""Rejections for memory name the rule that requires `fits`, or this when no rule does."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    layout: Layout
+    strategy: str
+    parallelism: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A sized plan on an option."""
+
+    option: Option
+    spec: Spec
+    memory: Breakdown
+    headroom_pct: float
+    speed: Speed
+    copies: int
+    costs: Costs
+    attrs: Mapping[str, Scalar]
+    preference: float
+    preferred_by: tuple[str, ...]
+
+    @property
+    def gpu_count(self) -> int:
+        return self.option.count * self.copies
+
+
+@dataclass(frozen=True)
+class Rejection:
+    option: Option
+    rule: str
+    reason: str
+
+
+class Planner:
+    def __init__(self, job: Job, policy: Policy, request: RecommendRequest) -> None:
+        self.job = job
+        self.policy = policy
+        self.request = request
+        facts = policy.facts
+        self.headroom = _number(facts.get("plan.memory_headroom_pct")) / 100
+        base = job.requested_precision or facts.get("plan.precision") or "bf16"
+        self.base_precision = str(base)
+        self.methods = _methods(job.task, policy)
+        self.strategies = {str(v) for v in policy.suggested("parallelism")}
+        self.sharded_name = next((n for n in SHARDED_NAMES if n in self.strategies), None)
+        if job.checkpointing is not None:
+            self.checkpointing: tuple[bool, ...] = (job.checkpointing,)
+        else:
+            self.checkpointing = (
+                (False, True) if facts.get("plan.gradient_checkpointing") is True else (False,)
+            )
+        self.fits_rule = next(
+            (f.rule for f in policy.filters if f.keep_matching and f.where.get("fits") is True), MEMORY_RULE
+        )
+        self.option_filters = tuple(f for f in policy.filters if not f.per_plan)
+        self.plan_filters = tuple(f for f in policy.filters if f.per_plan)
+        required = facts.get("sizing.required_tokens_per_s")
+        self.required_tps = None if required is None else _number(required)
+        self._memory: dict[Layout, Breakdown] = {}
+        self._fitting: dict[tuple[int, int, float], tuple[list[Spec], float]] = {}
+
+    # --- plan space ----------------------------------------------------------------------------
+
+    def precisions(self, method: str) -> list[str]:
+        if method == "qlora":
+            return ["nf4"]
+        allowed = PRECISION_ORDER if method == "inference" else TRAINING_PRECISIONS
+        suggested = {str(v) for v in self.policy.suggested("precision")}
+        ordered = [self.base_precision] + [p for p in PRECISION_ORDER if p in suggested]
+        return [p for i, p in enumerate(ordered) if p in allowed and p not in ordered[:i]]
+
+    def specs(self, count: int, per_node: int) -> Iterator[Spec]:
+        for method in self.methods:
+            for precision in self.precisions(method):
+                for strategy, tp, dp, split, sharded, offload in self._layouts(method, count, per_node):
+                    for ckpt in self.checkpointing if method != "inference" else (False,):
+                        layout = Layout(method, precision, tp, split, dp, sharded, offload, ckpt)
+                        yield Spec(layout, strategy, _parallelism(strategy, tp, self.sharded_name))
+
+    def _layouts(
+        self, method: str, count: int, per_node: int
+    ) -> Iterator[tuple[str, int, int, Split, bool, bool]]:
+        ways = [w for w in (2, 4, 8, 16, 32, 64) if w <= count and count % w == 0]
+        if method == "inference":
+            # Replicas beyond the sequences in flight would idle (a serving fleet grows by copies).
+            if count == 1:
+                yield "single", 1, 1, "tensor", False, False
+            elif count <= self.job.batch:
+                yield "replicas", 1, count, "tensor", False, False
+            if "tensor-parallel" in self.strategies:
+                for tp in (w for w in ways if w <= per_node):
+                    yield "tensor-parallel", tp, count // tp, "tensor", False, False
+            if "pipeline-parallel" in self.strategies:
+                for pp in ways:
+                    yield "pipeline-parallel", pp, count // pp, "pipeline", False, False
+            return
+        if count == 1:
+            yield "single", 1, 1, "tensor", False, False
+        else:
+            if "ddp" in self.strategies:
+                yield "ddp", 1, count, "tensor", False, False
+            if self.sharded_name:
+                yield self.sharded_name, 1, count, "tensor", True, False
+            if "tensor-parallel" in self.strategies:
+                for tp in (w for w in ways if w <= per_node):
+                    yield "tensor-parallel", tp, count // tp, "tensor", False, False
+            if "pipeline-parallel" in self.strategies:
+                for pp in ways:
+                    yield "pipeline-parallel", pp, count // pp, "pipeline", False, False
+        if "offload" in self.strategies and method in ("pretrain", "full_finetune"):
+            yield "offload", 1, count, "tensor", True, True
+
+    def memory(self, layout: Layout) -> Breakdown:
+        found = self._memory.get(layout)
+        if found is None:
+            found = self._memory[layout] = per_gpu(self.job, layout)
+        return found
+
+    def fitting(self, count: int, per_node: int, capacity_gb: float) -> tuple[list[Spec], float]:
+        """Specs that fit `capacity_gb` per GPU less the headroom, in preference order, and the least
+        memory per GPU any spec needs (bytes)."""
+        key = (count, per_node, capacity_gb)
+        found = self._fitting.get(key)
+        if found is None:
+            usable = capacity_gb * GB * (1 - self.headroom)
+            specs, least = [], float("inf")
+            for spec in self.specs(count, per_node):
+                total = self.memory(spec.layout).total
+                least = min(least, total)
+                if total <= usable:
+                    specs.append(spec)
+            found = self._fitting[key] = (specs, least)
+        return found
+
+    # --- one option ----------------------------------------------------------------------------
+
+    def plan(self, option: Option) -> Candidate | Rejection | None:
+        """The option's plan, why it has none, or None when nothing can run on it for reasons that
+        are not worth reporting (no layout for its GPU count, no FLOPS figure in the KB)."""
+        for rule_filter in self.option_filters:
+            if rule_filter.rejects(option.attrs):
+                return Rejection(option, rule_filter.rule, rule_filter.message)
+        capacity = _number(option.attrs["vram_per_gpu_gb"])
+        specs, least = self.fitting(option.count, option.gpus_per_node, capacity)
+        if not specs:
+            if least == float("inf"):
+                return None  # no layout for this many GPUs (no multi-GPU strategy applies)
+            return Rejection(option, self.fits_rule, self._too_small(option, least, capacity))
+        first: Rejection | None = None
+        for spec in specs:
+            outcome = self._try(option, spec, capacity)
+            if isinstance(outcome, Candidate):
+                return outcome
+            first = first or outcome
+        return first
+
+    def _too_small(self, option: Option, least: float, capacity: float) -> str:
+        count = f"{option.count} x " if option.count > 1 else ""
+        return (
+            f"needs at least {least / GB:.1f} GB per GPU; {count}{option.gpu.name} has {capacity:g} GB "
+            f"with {self.headroom * 100:g}% kept free"
+        )
+
+    def _try(self, option: Option, spec: Spec, capacity: float) -> Candidate | Rejection | None:
+        layout, job = spec.layout, self.job
+        if layout.method == "inference":
+            speed = inference_speed(job, option.gpu, layout, option.links)
+        else:
+            speed = training_speed(job, option.gpu, layout, option.links, nodes=option.nodes)
+        if speed is None:
+            return None
+        copies = 1
+        if self.required_tps is not None:
+            copies = max(1, ceil(self.required_tps / speed.aggregate_tokens_per_s))
+        run_hours = speed.training_hours if speed.training_hours is not None else job.job_hours
+        use = self.usage(run_hours)
+        priced = costs(
+            option,
+            copies,
+            use,
+            speed.aggregate_tokens_per_s,
+            rent_per_gpu_hour=self.rent_rates.get(option.gpu.id),
+            buy_per_gpu=self.buy_prices.get(option.gpu.id),
+        )
+        attrs = self._attrs(option, spec, capacity, copies, priced)
+        for rule_filter in self.plan_filters:
+            if rule_filter.rejects(attrs):
+                return Rejection(option, rule_filter.rule, rule_filter.message)
+        memory = self.memory(layout)
+        matched = [p for p in self.policy.preferences if matches(p.where, attrs)]
+        return Candidate(
+            option=option,
+            spec=spec,
+            memory=memory,
+            headroom_pct=(1 - memory.total / (capacity * GB)) * 100,
+            speed=speed,
+            copies=copies,
+            costs=priced,
+            attrs=attrs,
+            preference=sum(p.weight for p in matched),
+            preferred_by=tuple(p.rule for p in matched),
+        )
+
+    rent_rates: Mapping[str, float] = MappingProxyType({})
+    """cheapest on-demand $/GPU-hour per GPU id (set by the recommender)"""
+    buy_prices: Mapping[str, float] = MappingProxyType({})
+    """latest new purchase price per GPU id (set by the recommender)"""
+
+    def usage(self, run_hours: float | None) -> Usage:
+        c = self.request.constraints
+        return usage(self.job.utilization, run_hours, self.job.horizon_hours, c.electricity_usd_per_kwh)
+
+    def _attrs(
+        self, option: Option, spec: Spec, capacity: float, copies: int, priced: Costs
+    ) -> Mapping[str, Scalar]:
+        c = self.request.constraints
+        layout = spec.layout
+        gpus = option.count * copies
+        precision = layout.precision
+        native = {
+            "bf16": option.attrs["bf16_native"],
+            "fp8": option.attrs["fp8_native"],
+        }.get(precision, True)
+        requested = self.job.requested_precision or self.base_precision
+        attrs = dict(option.attrs)
+        attrs.update(
+            {
+                "method": layout.method,
+                "precision": precision,
+                "method_changed": layout.method != self.job.task,
+                "precision_changed": precision != requested and layout.method != "qlora",
+                "precision_native": bool(native),
+                "strategy": spec.strategy,
+                "tp_degree": layout.tp,
+                "offload": layout.offload,
+                "fits": self.memory(layout).total <= capacity * GB * (1 - self.headroom),
+                "within_budget": c.budget_usd is None or spend(priced, option.acquisition) <= c.budget_usd,
+                "strategy_allowed": c.parallelism is None
+                or spec.strategy in ("single", "replicas")
+                or spec.strategy in c.parallelism,
+                "within_max_gpus": c.max_gpus is None or gpus <= c.max_gpus,
+                "matches_gpu_count": c.gpu_count is None or gpus == c.gpu_count,
+                "gpu_count": gpus,
+            }
+        )
+        return MappingProxyType(attrs)
+
+    def filters_for(self, rule: str) -> tuple[Filter, ...]:
+        return tuple(f for f in self.policy.filters if f.rule == rule)
+
+
+def _methods(task: str, policy: Policy) -> list[str]:
+    if task == "inference":
+        return ["inference"]
+    suggested = {str(v) for v in policy.suggested("method")}
+    start = METHOD_ORDER.index(task)
+    return [task] + [m for m in METHOD_ORDER[start + 1 :] if m in suggested]
+
+
+def _parallelism(strategy: str, tp: int, sharded_name: str | None) -> tuple[str, ...]:
+    if strategy == "offload":
+        return (sharded_name or "zero-3", "offload")
+    if strategy == "single":
+        return ()
+    return (strategy,)
+
+
+def _number(value: Scalar | None) -> float:
+    """A numeric fact or attribute; 0 when absent or not a number."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return 0.0

@@ -1,0 +1,156 @@
+"""What the fired rules ask of the candidates: hard filters, score preferences, suggestions, warnings.
+
+The rule engine says which rules fired; this module reads their actions (docs/rule-facts.md) into a
+`Policy` the planner and the ranking apply. Nothing here depends on firing order: filters and
+preferences are sets, suggestions are tried in a fixed order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from engine.models.rule import CandidateAttribute, Comparisons, Rule, Scalar
+from engine.refengine import Facts, Outcome, compare, render
+
+Where = Mapping[CandidateAttribute, Scalar | Comparisons]
+
+PLAN_ATTRIBUTES = frozenset(
+    {
+        "method",
+        "precision",
+        "method_changed",
+        "precision_changed",
+        "precision_native",
+        "strategy",
+        "tp_degree",
+        "offload",
+        "fits",
+        "within_budget",
+        "strategy_allowed",
+        "within_max_gpus",
+        "matches_gpu_count",
+        "gpu_count",
+    }
+)
+"""Attributes known only once a plan is sized (a filter on any of them is checked per plan). A serving
+fleet's size, hence `gpu_count`, is known only then."""
+
+
+@dataclass(frozen=True)
+class Filter:
+    rule: str
+    step: int
+    keep_matching: bool
+    """require: keep candidates that match; exclude: drop them"""
+    where: Where
+    message: str
+
+    @property
+    def per_plan(self) -> bool:
+        return any(name in PLAN_ATTRIBUTES for name in self.where)
+
+    def rejects(self, attrs: Mapping[str, Scalar]) -> bool:
+        return matches(self.where, attrs) != self.keep_matching
+
+
+@dataclass(frozen=True)
+class Preference:
+    rule: str
+    step: int
+    where: Where
+    weight: float
+    message: str
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    rule: str
+    step: int
+    kind: str
+    value: Scalar
+    message: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    rule: str
+    step: int
+    severity: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Policy:
+    facts: Facts
+    filters: tuple[Filter, ...]
+    preferences: tuple[Preference, ...]
+    suggestions: tuple[Suggestion, ...]
+    notices: tuple[Notice, ...]
+    steps: Mapping[str, int]
+    """rule id -> its step in the trace"""
+
+    def suggested(self, kind: str) -> dict[Scalar, Suggestion]:
+        found: dict[Scalar, Suggestion] = {}
+        for suggestion in self.suggestions:
+            if suggestion.kind == kind:
+                found.setdefault(suggestion.value, suggestion)
+        return found
+
+    def without(self, rule: str) -> Policy:
+        """The same policy with one rule's filters lifted (to find what an infeasible request needs)."""
+        kept = tuple(f for f in self.filters if f.rule != rule)
+        return Policy(self.facts, kept, self.preferences, self.suggestions, self.notices, self.steps)
+
+
+def matches(where: Where, attrs: Mapping[str, Scalar]) -> bool:
+    """Every attribute listed matches (a value means `eq`); a missing attribute matches nothing."""
+    for name, test in where.items():
+        if name not in attrs:
+            return False
+        value = attrs[name]
+        if isinstance(test, Comparisons):
+            for op in ("eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in"):
+                operand = getattr(test, "in_" if op == "in" else op)
+                if operand is not None and not compare(op, value, operand):
+                    return False
+        elif not compare("eq", value, test):
+            return False
+    return True
+
+
+def policy_from(outcome: Outcome, rules: Sequence[Rule]) -> Policy:
+    by_id = {rule.id: rule for rule in rules}
+    filters: list[Filter] = []
+    preferences: list[Preference] = []
+    suggestions: list[Suggestion] = []
+    notices: list[Notice] = []
+    steps: dict[str, int] = {}
+    for firing in outcome.firings:
+        rule = by_id[firing.rule]
+        steps[rule.id] = firing.step
+        for action, message in zip(rule.then, firing.messages, strict=True):
+            text = message or render(action.message, outcome.facts)
+            if action.require is not None:
+                filters.append(Filter(rule.id, firing.step, True, action.require.where, text))
+            elif action.exclude is not None:
+                filters.append(Filter(rule.id, firing.step, False, action.exclude.where, text))
+            elif action.prefer is not None:
+                preferences.append(
+                    Preference(rule.id, firing.step, action.prefer.where, action.prefer.weight, text)
+                )
+            elif action.suggest is not None:
+                suggestions.append(
+                    Suggestion(rule.id, firing.step, action.suggest.kind, action.suggest.value, text)
+                )
+            elif action.warn is not None:
+                notices.append(Notice(rule.id, firing.step, action.warn.severity, text))
+    return Policy(
+        outcome.facts,
+        tuple(filters),
+        tuple(preferences),
+        tuple(suggestions),
+        tuple(notices),
+        MappingProxyType(steps),
+    )

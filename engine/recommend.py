@@ -1,0 +1,469 @@
+"""The one entry point: `recommend(request) -> response`, per docs/api-contract.md.
+
+request -> facts -> forward chaining over the rules -> policy (filters, preferences, suggestions)
+-> hardware options from the graph -> a sized plan per option -> ranking -> response with the trace.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from engine.candidates import Context, context_for, latest_prices, options
+from engine.engines import RuleEngine, make_engine
+from engine.explain import (
+    citation_text,
+    hardware,
+    plan_words,
+    reasons,
+    relevant_steps,
+    trace,
+    why,
+    workload_words,
+)
+from engine.explain import money as money_text
+from engine.facts import request_facts
+from engine.graph import KBGraph
+from engine.kb import KB, content_version
+from engine.models.request import RecommendRequest
+from engine.models.response import (
+    Cost,
+    GpuMemory,
+    Recommendation,
+    RecommendResponse,
+    Rejected,
+    Relaxation,
+    TargetFit,
+    Throughput,
+)
+from engine.models.rule import Rule, Scalar
+from engine.planner import MEMORY_RULE, Candidate, Planner, Rejection
+from engine.policy import Policy, policy_from
+from engine.ranking import Ranked, rank
+from engine.refengine import Outcome
+from engine.requirements import hardware_facts, requirements, sizing_facts
+from engine.sizing import CONVENTIONS, GB
+from engine.sizing.training_memory import model_state_bytes_per_param
+from engine.workload import Job, resolve
+
+MAX_REJECTED = 15
+REJECTED_PER_RULE = 3
+
+
+@dataclass(frozen=True)
+class Search:
+    candidates: list[Candidate]
+    rejections: list[Rejection]
+
+
+class Advisor:
+    """A loaded KB and rule set, ready to answer requests (thread-safe: nothing changes after init)."""
+
+    def __init__(
+        self, kb: KB, rules: Sequence[Rule], rules_root: Path | None = None, engine: RuleEngine | None = None
+    ):
+        self.kb = kb
+        self.rules = tuple(rules)
+        self.graph = KBGraph(kb)
+        self.engine = engine or make_engine(self.rules)
+        roots = [kb.root] + ([rules_root] if rules_root is not None else [])
+        self.version = content_version(roots)
+        self.prices_as_of = max((o.as_of for o in kb.offers.values()), default=None)
+        self.rent_rates = _cheapest_rates(self.graph)
+        self.buy_prices = {
+            gpu.id: price.price_usd
+            for gpu in kb.gpus.values()
+            if (price := latest_prices(gpu.prices).get("new")) is not None
+        }
+
+    # --- the pipeline --------------------------------------------------------------------------
+
+    def recommend(self, request: RecommendRequest) -> RecommendResponse:
+        job = resolve(request, self.kb)
+        facts = self.facts(request, job)
+        outcome = self.engine.run(facts)
+        policy = policy_from(outcome, self.rules)
+        planner = self.planner(job, policy, request)
+        ctx = context_for(request, spot="spot" in policy.suggested("pricing"))
+        search = self.search(planner, ctx, request.constraints.gpu_count)
+        ranked = rank(search.candidates, request.objective, _text(policy.facts.get("ranking.value")))
+        top = ranked[: request.top_k]
+        precision = planner.base_precision
+        relaxation = None if top else self.relaxation(planner, ctx, request, search)
+        recommendations = [self.recommendation(i + 1, r, policy, outcome, job) for i, r in enumerate(top)]
+        return RecommendResponse(
+            request_id=uuid.uuid4().hex,
+            kb_version=self.version,
+            prices_as_of=self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
+            feasible=bool(top),
+            summary=self.summary(job, top, relaxation, search),
+            requirements=requirements(job, policy.facts, precision),
+            recommendations=recommendations,
+            rejected=self.rejected(search.rejections),
+            target_fit=self.target_fit(planner, request),
+            trace=trace(outcome, self.rules),
+            warnings=self.warnings(job, policy),
+            assumptions=self.assumptions(job, policy),
+            relaxation=relaxation,
+        )
+
+    def facts(self, request: RecommendRequest, job: Job) -> dict[str, Scalar]:
+        facts = request_facts(request)
+        facts["workload.params_b"] = round(job.params / 1e9, 4)
+        if job.is_moe:
+            facts["workload.active_params_b"] = round(job.active_params / 1e9, 4)
+        sizing = sizing_facts(job, self.kb)
+        facts.update(sizing)
+        facts.update(hardware_facts(request, self.kb, float(sizing["sizing.task_gb"])))
+        return facts
+
+    def planner(self, job: Job, policy: Policy, request: RecommendRequest) -> Planner:
+        planner = Planner(job, policy, request)
+        planner.rent_rates = self.rent_rates
+        planner.buy_prices = self.buy_prices
+        return planner
+
+    def search(self, planner: Planner, ctx: Context, gpu_count: int | None) -> Search:
+        found: list[Candidate] = []
+        rejected: list[Rejection] = []
+        for option in options(self.graph, ctx, gpu_count):
+            result = planner.plan(option)
+            if isinstance(result, Candidate):
+                found.append(result)
+            elif result is not None:
+                rejected.append(result)
+        return Search(found, rejected)
+
+    # --- parts of the response -----------------------------------------------------------------
+
+    def recommendation(
+        self, rank_no: int, ranked: Ranked, policy: Policy, outcome: Outcome, job: Job
+    ) -> Recommendation:
+        c = ranked.candidate
+        option, layout, memory = c.option, c.spec.layout, c.memory
+        steps = relevant_steps(c, policy, outcome)
+        step_rules = {firing.step: firing.rule for firing in outcome.firings}
+        by_id = {rule.id: rule for rule in self.rules}
+        citations: list[str] = []
+        for step in steps:
+            for citation in by_id[step_rules[step]].citations:
+                text = citation_text(citation)
+                if text not in citations:
+                    citations.append(text)
+        costs = c.costs
+        return Recommendation(
+            rank=rank_no,
+            score=round(ranked.score, 4),
+            gpu=option.gpu.id,
+            gpu_name=option.gpu.name,
+            gpu_count=c.gpu_count,
+            nodes=option.nodes * c.copies,
+            vram_per_gpu_gb=float(c.attrs["vram_per_gpu_gb"]),
+            interconnect=option.interconnect,
+            platform=option.platform,
+            os_path=option.os_path,
+            acquisition=option.acquisition,
+            provider=option.offer.provider if option.offer else None,
+            instance_type=option.offer.instance_type if option.offer else None,
+            pricing=option.pricing,
+            price_kind=option.price_kind,
+            precision=layout.precision,
+            method=layout.method,
+            parallelism=list(c.spec.parallelism),
+            tp_degree=layout.tp if layout.split == "tensor" else 1,
+            offload=layout.offload,
+            memory=GpuMemory(
+                per_gpu_gb=_gb(memory.total),
+                headroom_pct=round(c.headroom_pct, 1),
+                fits=True,
+                weights_per_gpu_gb=_gb(memory.weights),
+                gradients_per_gpu_gb=_gb(memory.gradients),
+                optimizer_per_gpu_gb=_gb(memory.optimizer),
+                activations_per_gpu_gb=_gb(memory.activations),
+                kv_cache_per_gpu_gb=_gb(memory.kv_cache),
+                overhead_per_gpu_gb=_gb(memory.overhead),
+            ),
+            throughput=Throughput(
+                tokens_per_s=round(c.speed.tokens_per_s, 2),
+                aggregate_tokens_per_s=round(c.speed.aggregate_tokens_per_s * c.copies, 2),
+                max_concurrent_sequences=(
+                    None
+                    if c.speed.max_concurrent_sequences is None
+                    else c.speed.max_concurrent_sequences * c.copies
+                ),
+                training_hours=None if c.speed.training_hours is None else round(c.speed.training_hours, 2),
+            ),
+            cost=Cost(
+                capex_usd=round(costs.capex_usd, 2),
+                hourly_usd=round(costs.hourly_usd, 4),
+                monthly_usd=round(costs.monthly_usd, 2),
+                cost_per_1m_tokens_usd=_round(costs.cost_per_1m_tokens_usd, 4),
+                gpu_hours=_round(costs.gpu_hours, 2),
+                run_cost_usd=_round(costs.run_cost_usd, 2),
+                break_even_hours=_round(costs.break_even_hours, 0),
+                horizon_cost_usd=round(costs.horizon_cost_usd, 2),
+                rent_cost_over_horizon_usd=_round(costs.rent_cost_over_horizon_usd, 2),
+            ),
+            why=why(c, policy, reasons(c, policy, job)),
+            trace_steps=steps,
+            citations=citations,
+        )
+
+    def rejected(self, rejections: Sequence[Rejection]) -> list[Rejected]:
+        """A few notable rejections per rule: distinct GPUs, the highest-bandwidth first (the hardware
+        people ask about), so the reader sees what each rule ruled out."""
+        by_rule: dict[str, list[Rejection]] = {}
+        for rejection in rejections:
+            by_rule.setdefault(rejection.rule, []).append(rejection)
+        picked: list[Rejected] = []
+        for rule in sorted(by_rule):
+            chosen: dict[str, Rejection] = {}
+            ordered = sorted(
+                by_rule[rule],
+                key=lambda r: (
+                    -r.option.gpu.memory_bandwidth_gbs,
+                    r.option.gpu.id,
+                    r.option.count,
+                    r.option.acquisition,
+                ),
+            )
+            for rejection in ordered:
+                if rejection.option.gpu.id not in chosen:
+                    chosen[rejection.option.gpu.id] = rejection
+                if len(chosen) == REJECTED_PER_RULE:
+                    break
+            for rejection in chosen.values():
+                option = rejection.option
+                picked.append(
+                    Rejected(
+                        gpu=option.gpu.id,
+                        gpu_count=option.count,
+                        acquisition=option.acquisition,
+                        provider=option.offer.provider if option.offer else None,
+                        reason=rejection.reason,
+                        rule=rejection.rule,
+                    )
+                )
+        return picked[:MAX_REJECTED]
+
+    def target_fit(self, planner: Planner, request: RecommendRequest) -> TargetFit | None:
+        target = request.constraints.target_hardware
+        if target is None:
+            return None
+        gpu = self.kb.gpus[target.gpu]
+        capacity = gpu.usable_memory_gb or gpu.memory_gb
+        usable = capacity * GB * (1 - planner.headroom)
+        per_node = min(target.count, max(gpu.link_domain_gpus, 1))
+        asked = planner.job.task
+        precision = "nf4" if asked == "qlora" else planner.base_precision
+        totals = {spec: planner.memory(spec.layout).total for spec in planner.specs(target.count, per_node)}
+        as_asked = [
+            t for s, t in totals.items() if s.layout.method == asked and s.layout.precision == precision
+        ]
+        least = min(as_asked) if as_asked else min(totals.values())
+        fits = least <= usable
+        alternatives: list[str] = []
+        for spec, total in totals.items():
+            if total > usable:
+                continue
+            label = _alternative(spec, asked, precision, target.count)
+            if label and label not in alternatives:
+                alternatives.append(label)
+        if not fits:
+            alternatives.extend(self._scale_out(planner, gpu.id, target.count, capacity, asked, precision))
+        count = f"{target.count} x " if target.count > 1 else ""
+        verdict = "fits" if fits else "does not fit"
+        text = (
+            f"{task_title(asked)} in {precision} needs {least / GB:.1f} GB per GPU at best "
+            f"on {count}{gpu.name} "
+            f"({capacity:g} GB, {planner.headroom * 100:g}% kept free): it {verdict}."
+        )
+        if not fits and alternatives:
+            text += " Ways to make it run: " + "; ".join(alternatives) + "."
+        return TargetFit(
+            gpu=gpu.id,
+            count=target.count,
+            fits=fits,
+            per_gpu_gb=_gb(least),
+            vram_per_gpu_gb=capacity,
+            why=text,
+            alternatives=alternatives,
+        )
+
+    def _scale_out(
+        self, planner: Planner, gpu_id: str, count: int, capacity: float, asked: str, precision: str
+    ) -> list[str]:
+        gpu = self.kb.gpus[gpu_id]
+        for more in (2, 4, 8, 16, 32, 64):
+            if more <= count:
+                continue
+            per_node = min(more, max(gpu.link_domain_gpus, 1))
+            specs, _ = planner.fitting(more, per_node, capacity)
+            for spec in specs:
+                if spec.layout.method == asked and spec.layout.precision == precision:
+                    return [f"{'+'.join(spec.parallelism) or spec.strategy} over {more} GPUs"]
+        return []
+
+    def relaxation(
+        self, planner: Planner, ctx: Context, request: RecommendRequest, search: Search
+    ) -> Relaxation | None:
+        """The hard constraint whose lifting gives the cheapest option, when nothing passes them all."""
+        rules = sorted(
+            {r.rule for r in search.rejections if r.rule != MEMORY_RULE and r.rule != planner.fits_rule}
+        )
+        best: tuple[float, str, Candidate] | None = None
+        for rule in rules:
+            relaxed = self.planner(planner.job, planner.policy.without(rule), request)
+            found = self.search(relaxed, ctx, request.constraints.gpu_count).candidates
+            if not found:
+                continue
+            cheapest = min(found, key=lambda c: (c.costs.horizon_cost_usd, identity_key(c)))
+            if best is None or cheapest.costs.horizon_cost_usd < best[0]:
+                best = (cheapest.costs.horizon_cost_usd, rule, cheapest)
+        if best is None:
+            return None
+        _, rule, cheapest = best
+        constraint = next(
+            (name for name in _facts_read(self.rules, rule) if name.startswith("constraints.")), rule
+        )
+        message = (
+            f"Relaxing {constraint} (rule {rule}) allows {hardware(cheapest)}: {plan_words(cheapest)}, "
+            f"{money_text(cheapest.costs.horizon_cost_usd)} over the horizon."
+        )
+        return Relaxation(constraint=constraint, rule=rule, message=message)
+
+    def summary(self, job: Job, top: Sequence[Ranked], relaxation: Relaxation | None, search: Search) -> str:
+        subject = workload_words(job)
+        if not top:
+            reason = _main_reason(search.rejections)
+            text = f"No option meets every constraint for {subject}: {reason}"
+            return f"{text} {relaxation.message}" if relaxation else text
+        best = top[0].candidate
+        text = (
+            f"For {subject}, the best option is {hardware(best)}: {plan_words(best)}, "
+            f"{best.memory.total / GB:.1f} GB per GPU, "
+            f"{money_text(best.costs.horizon_cost_usd)} over the horizon."
+        )
+        if len(top) > 1:
+            runner = top[1].candidate
+            text += f" Next: {hardware(runner)} ({plan_words(runner)})."
+        return text
+
+    def warnings(self, job: Job, policy: Policy) -> list[str]:
+        found: list[str] = []
+        for notice in policy.notices:
+            if notice.message not in found:
+                found.append(notice.message)
+        if job.architecture_source == "estimated":
+            found.append(
+                "The layer sizes were estimated from the parameter count (multi-head attention assumed): "
+                "give `model` or `architecture` for exact activation and KV-cache figures."
+            )
+        return found
+
+    def assumptions(self, job: Job, policy: Policy) -> dict[str, float | str]:
+        found: dict[str, float | str] = {c.name: c.value for c in CONVENTIONS}
+        found["training_bytes_per_param"] = model_state_bytes_per_param(job.optimizer)
+        headroom = policy.facts.get("plan.memory_headroom_pct", 0)
+        found["memory_headroom_pct"] = float(headroom) if isinstance(headroom, int | float) else 0.0
+        found["architecture"] = job.architecture_source
+        if job.utilization is None:
+            from engine.economics import DEFAULT_UTILIZATION
+
+            found["default_utilization_pct"] = DEFAULT_UTILIZATION * 100
+        return found
+
+
+def task_title(method: str) -> str:
+    return method.replace("_", " ").capitalize()
+
+
+def identity_key(candidate: Candidate) -> tuple[str, int, str]:
+    return (candidate.option.gpu.id, candidate.gpu_count, candidate.option.acquisition)
+
+
+def _alternative(spec: object, asked: str, precision: str, count: int) -> str | None:
+    from engine.planner import Spec
+
+    assert isinstance(spec, Spec)
+    layout = spec.layout
+    if layout.method != asked:
+        return layout.method
+    if layout.precision != precision:
+        return layout.precision
+    if spec.parallelism:
+        return f"{'+'.join(spec.parallelism)} over {count} GPUs"
+    if layout.checkpointing:
+        return "activation checkpointing"
+    return None
+
+
+def _facts_read(rules: Sequence[Rule], rule_id: str) -> list[str]:
+    from engine.models.rule import facts_in
+
+    rule = next(r for r in rules if r.id == rule_id)
+    return [name for name, _ in facts_in(rule.when)]
+
+
+def _main_reason(rejections: Sequence[Rejection]) -> str:
+    if not rejections:
+        return "the knowledge base has no hardware to consider."
+    counts: dict[str, int] = {}
+    for rejection in rejections:
+        counts[rejection.reason] = counts.get(rejection.reason, 0) + 1
+    reason = max(sorted(counts), key=lambda r: counts[r])
+    return reason if reason.endswith(".") else reason + "."
+
+
+def _cheapest_rates(graph: KBGraph) -> dict[str, float]:
+    rates: dict[str, float] = {}
+    for offer in graph.kb.offers.values():
+        if offer.on_demand_usd_per_hour is None:
+            continue
+        rate = offer.on_demand_usd_per_hour / offer.gpu_count
+        if offer.gpu not in rates or rate < rates[offer.gpu]:
+            rates[offer.gpu] = rate
+    return rates
+
+
+def _gb(value: float) -> float:
+    return round(value / GB, 3)
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _text(value: Scalar | None) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+_default: Advisor | None = None
+_lock = threading.Lock()
+
+
+def default_advisor() -> Advisor:
+    """The advisor over the configured kb/ and rules/, loaded and checked once."""
+    global _default
+    with _lock:
+        if _default is None:
+            from engine.lint import load_checked_kb
+            from engine.paths import data_dir, kb_dir, rules_dir
+            from engine.problems import KBInvalid
+            from engine.rules import read_rules
+
+            kb = load_checked_kb(kb_dir(), data_dir(), date.today())
+            ruleset = read_rules(rules_dir())
+            if ruleset.problems:
+                raise KBInvalid(list(ruleset.problems))
+            _default = Advisor(kb, ruleset.rules, rules_dir())
+        return _default
+
+
+def recommend(request: RecommendRequest) -> RecommendResponse:
+    """Ranked, traced recommendations for one request, over the configured KB and rules."""
+    return default_advisor().recommend(request)

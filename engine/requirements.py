@@ -1,0 +1,122 @@
+"""The workload's needs before any hardware is chosen: the `sizing.*` and `hardware.*` facts the rules
+read (docs/rule-facts.md), and the `requirements` block of the response."""
+
+from __future__ import annotations
+
+from engine.kb import KB
+from engine.memory import Layout, per_gpu
+from engine.models.request import RecommendRequest
+from engine.models.response import Bound, JobMemory, Requirements
+from engine.models.rule import Scalar
+from engine.refengine import Facts
+from engine.sizing import GB, required_tokens_per_second
+from engine.workload import Job
+
+TARGET_HEADROOM = 0.10
+"""`hardware.target_fits` keeps 10% free (the low end of seed 002's '10-15% headroom'): it is known
+before any rule runs, so before the headroom rule."""
+
+
+def _gb(value: float) -> float:
+    return round(value / GB, 3)
+
+
+def stated_precision(job: Job) -> str:
+    return job.requested_precision or "bf16"
+
+
+def task_total(job: Job, method: str, precision: str, checkpointing: bool = False) -> float:
+    return per_gpu(job, Layout(method, precision, checkpointing=checkpointing)).total
+
+
+def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
+    precision = stated_precision(job)
+    training_precision = precision if precision in ("fp32", "bf16", "fp16", "fp8") else "bf16"
+    facts: dict[str, Scalar] = {
+        "sizing.params_b": round(job.params / 1e9, 4),
+        "sizing.active_params_b": round(job.active_params / 1e9, 4),
+        "sizing.full_training_gb": _gb(task_total(job, "full_finetune", training_precision)),
+        "sizing.lora_gb": _gb(task_total(job, "lora", training_precision)),
+        "sizing.qlora_gb": _gb(task_total(job, "qlora", "nf4")),
+        "sizing.largest_gpu_gb": max((g.usable_memory_gb or g.memory_gb) for g in kb.gpus.values()),
+    }
+    inference = per_gpu(job, Layout("inference", precision if job.task == "inference" else "bf16"))
+    facts["sizing.weights_gb"] = _gb(inference.weights)
+    facts["sizing.inference_gb"] = _gb(inference.total)
+    facts["sizing.inference_int8_gb"] = _gb(task_total(job, "inference", "int8"))
+    facts["sizing.inference_int4_gb"] = _gb(task_total(job, "inference", "int4"))
+    if job.task == "inference":
+        facts["sizing.kv_cache_gb"] = _gb(inference.kv_cache)
+        facts["sizing.kv_to_weights_pct"] = round(inference.kv_cache / inference.weights * 100, 2)
+        facts["sizing.task_gb"] = facts["sizing.inference_gb"]
+    elif job.task == "qlora":
+        facts["sizing.task_gb"] = facts["sizing.qlora_gb"]
+    elif job.task == "lora":
+        facts["sizing.task_gb"] = facts["sizing.lora_gb"]
+    else:
+        facts["sizing.task_gb"] = facts["sizing.full_training_gb"]
+    if job.utilization is not None:
+        facts["sizing.utilization_pct"] = round(job.utilization * 100, 3)
+    if job.serving is not None:
+        facts["sizing.required_tokens_per_s"] = round(required_tps(job), 3)
+    return facts
+
+
+def required_tps(job: Job) -> float:
+    assert job.serving is not None
+    return required_tokens_per_second(job.serving.requests_per_min, job.serving.avg_output_tokens)
+
+
+def hardware_facts(request: RecommendRequest, kb: KB, task_gb: float) -> dict[str, Scalar]:
+    facts: dict[str, Scalar] = {}
+    target = request.constraints.target_hardware
+    if target is not None:
+        gpu = kb.gpus[target.gpu]
+        memory = gpu.usable_memory_gb or gpu.memory_gb
+        facts["hardware.target_gpu_gb"] = memory
+        facts["hardware.target_total_gb"] = memory * target.count
+        facts["hardware.target_class"] = gpu.gpu_class
+        facts["hardware.target_vendor"] = gpu.vendor
+        facts["hardware.target_bf16"] = "bf16" in gpu.native_precisions
+        facts["hardware.target_fits"] = task_gb / target.count <= memory * (1 - TARGET_HEADROOM)
+        if gpu.compute_capability is not None:
+            facts["hardware.target_compute_capability"] = float(gpu.compute_capability)
+    owned = [kb.gpus[item.gpu] for item in request.constraints.existing_hardware]
+    if owned:
+        facts["hardware.owned_gpu_gb"] = max(g.usable_memory_gb or g.memory_gb for g in owned)
+    return facts
+
+
+def requirements(job: Job, facts: Facts, precision: str) -> Requirements:
+    method = job.task
+    checkpointing = bool(job.checkpointing) if job.checkpointing is not None else False
+    memory = per_gpu(
+        job, Layout(method, "nf4" if method == "qlora" else precision, checkpointing=checkpointing)
+    )
+    bound = facts.get("bound", "compute" if job.training else "memory_bandwidth")
+    return Requirements(
+        params_b=round(job.params / 1e9, 4),
+        active_params_b=round(job.active_params / 1e9, 4) if job.is_moe else None,
+        precision="nf4" if method == "qlora" else precision,
+        method=method,
+        memory=JobMemory(
+            weights_gb=_gb(memory.weights),
+            gradients_gb=_gb(memory.gradients),
+            optimizer_gb=_gb(memory.optimizer),
+            activations_gb=_gb(memory.activations),
+            kv_cache_gb=_gb(memory.kv_cache),
+            overhead_gb=_gb(memory.overhead),
+            total_gb=_gb(memory.total),
+        ),
+        bound=_bound(bound),
+        required_tokens_per_s=round(required_tps(job), 3) if job.serving is not None else None,
+        architecture_source=job.architecture_source,
+    )
+
+
+def _bound(value: Scalar) -> Bound:
+    if value == "compute":
+        return "compute"
+    if value == "interconnect":
+        return "interconnect"
+    return "memory_bandwidth"

@@ -1,0 +1,167 @@
+"""A request's workload, resolved against the KB: parameter counts, the layer shape behind activation
+and KV-cache math, and the defaults the request leaves open.
+
+Where the request names a KB model, its published size and architecture are used; an architecture in
+the request comes next; otherwise the shape is estimated from the parameter count (Kaplan et al. 2020,
+GPT-3 aspect ratio) with multi-head attention, which over- rather than under-states the KV cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from engine.kb import KB
+from engine.models.request import ArchitectureIn, RecommendRequest, Serving, Task
+from engine.sizing import TransformerShape, estimate_dims_from_params, shape_from_architecture
+from engine.sizing.precision import KvCacheDtype
+from engine.sizing.training_memory import Optimizer
+
+ArchitectureSource = Literal["kb-model", "request", "estimated"]
+TRAINING_TASKS: tuple[Task, ...] = ("pretrain", "full_finetune", "lora", "qlora")
+ESTIMATED_VOCAB = 32_000
+"""Vocabulary assumed for an estimated shape (Llama 2's 32,000 tokens)."""
+
+
+class UnknownReference(ValueError):
+    """The request names an id the KB does not have; `loc` is the request field."""
+
+    def __init__(self, loc: tuple[str, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+@dataclass(frozen=True)
+class Job:
+    """The workload as the sizing math needs it."""
+
+    task: Task
+    params: float
+    active_params: float
+    shape: TransformerShape
+    architecture_source: ArchitectureSource
+    model: str | None
+    requested_precision: str | None
+    kv_dtype: KvCacheDtype | None
+    optimizer: Optimizer
+    batch: int
+    seq_len: int
+    lora_rank: int
+    checkpointing: bool | None
+    training_tokens: float | None
+    job_hours: float | None
+    serving: Serving | None
+    utilization: float | None
+    """expected busy share of the horizon (0-1), when the request gives one"""
+    horizon_hours: float
+
+    @property
+    def training(self) -> bool:
+        return self.task in TRAINING_TASKS
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_params < self.params
+
+
+HOURS_PER_MONTH = 730.0
+"""365 x 24 / 12."""
+
+
+def resolve(request: RecommendRequest, kb: KB) -> Job:
+    """The request's workload with the KB's model filled in (UnknownReference for an unknown id)."""
+    workload, constraints = request.workload, request.constraints
+    for loc, gpu_id in _named_gpus(request):
+        if gpu_id not in kb.gpus:
+            raise UnknownReference(loc, f"unknown GPU id {gpu_id!r}: GET /gpus lists the known ids")
+    for index, provider in enumerate(constraints.providers or []):
+        if provider not in kb.providers:
+            raise UnknownReference(
+                ("constraints", "providers", str(index)),
+                f"unknown provider id {provider!r}: GET /providers lists the known ids",
+            )
+    model = None
+    if workload.model is not None:
+        model = kb.models.get(workload.model)
+        if model is None:
+            raise UnknownReference(
+                ("workload", "model"), f"unknown model id {workload.model!r}: GET /models lists the known ids"
+            )
+    params_b = workload.params_b or (model.params_b if model else None)
+    assert params_b is not None  # the request model requires `model` or `params_b`
+    active_b = workload.active_params_b or (model.active_params_b if model else None) or params_b
+    if workload.architecture is not None:
+        shape, source = _request_shape(workload.architecture), "request"
+    elif model is not None and model.architecture is not None:
+        kind = "decoder" if model.kind in ("decoder", "cnn") else model.kind
+        shape, source = shape_from_architecture(model.architecture.model_dump(), kind=kind), "kb-model"
+    else:
+        shape, source = estimated_shape(params_b * 1e9), "estimated"
+    utilization = constraints.utilization_pct
+    if utilization is None and constraints.hours_per_week is not None:
+        utilization = constraints.hours_per_week / 168 * 100
+    return Job(
+        task=workload.task,
+        params=params_b * 1e9,
+        active_params=active_b * 1e9,
+        shape=shape,
+        architecture_source=source,  # type: ignore[arg-type]
+        model=workload.model,
+        requested_precision=workload.precision,
+        kv_dtype=workload.kv_cache_precision,
+        optimizer=workload.optimizer,
+        batch=workload.batch_size,
+        seq_len=workload.seq_len,
+        lora_rank=workload.lora_rank,
+        checkpointing=workload.gradient_checkpointing,
+        training_tokens=None if workload.training_tokens_b is None else workload.training_tokens_b * 1e9,
+        job_hours=workload.job_hours,
+        serving=workload.serving,
+        utilization=None if utilization is None else utilization / 100,
+        horizon_hours=constraints.horizon_months * HOURS_PER_MONTH,
+    )
+
+
+def _named_gpus(request: RecommendRequest) -> list[tuple[tuple[str, ...], str]]:
+    constraints = request.constraints
+    named: list[tuple[tuple[str, ...], str]] = [
+        (("constraints", "existing_hardware", str(i), "gpu"), item.gpu)
+        for i, item in enumerate(constraints.existing_hardware)
+    ]
+    if constraints.target_hardware is not None:
+        named.append((("constraints", "target_hardware", "gpu"), constraints.target_hardware.gpu))
+    return named
+
+
+def _request_shape(dims: ArchitectureIn) -> TransformerShape:
+    """A request's architecture: the core sizes, with Llama-style gated MLP and RMSNorm."""
+    return TransformerShape(
+        n_layers=dims.n_layers,
+        hidden_size=dims.hidden_size,
+        n_heads=dims.n_heads,
+        n_kv_heads=dims.n_kv_heads,
+        head_dim=dims.head_dim,
+        intermediate_size=dims.intermediate_size,
+        vocab_size=dims.vocab_size,
+        mlp="gated",
+        norm="rmsnorm",
+    )
+
+
+def estimated_shape(n_params: float) -> TransformerShape:
+    """A dense shape for a model known only by its size: :func:`estimate_dims_from_params`, rounded to
+    whole 128-wide heads, a 4h dense MLP (so 12 L h^2 matches the count) and multi-head attention."""
+    _, layers, heads = estimate_dims_from_params(n_params)
+    n_heads = max(1, round(heads))
+    width = n_heads * 128
+    return TransformerShape(
+        n_layers=max(1, round(layers)),
+        hidden_size=width,
+        n_heads=n_heads,
+        n_kv_heads=n_heads,
+        head_dim=128,
+        intermediate_size=4 * width,
+        vocab_size=ESTIMATED_VOCAB,
+        mlp="dense",
+        norm="layernorm",
+    )
