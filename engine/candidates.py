@@ -69,7 +69,8 @@ class Context:
     vendors: frozenset[str] | None
     providers: frozenset[str] | None
     spot: bool
-    owned: Mapping[str, int]
+    owned: tuple[tuple[str, int], ...]
+    """(gpu, count) the user owns, by GPU id"""
     extra_counts: frozenset[tuple[str, int]]
     """(gpu, count) pairs the request names (target hardware, a fixed gpu_count)"""
 
@@ -87,7 +88,7 @@ def context_for(request: RecommendRequest, *, spot: bool) -> Context:
         vendors=frozenset(c.vendors) if c.vendors else None,
         providers=frozenset(c.providers) if c.providers else None,
         spot=spot,
-        owned=MappingProxyType(owned),
+        owned=tuple(sorted(owned.items())),
         extra_counts=frozenset(extra),
     )
 
@@ -105,7 +106,7 @@ def options(graph: KBGraph, ctx: Context, gpu_count: int | None = None) -> Itera
 
 
 def _owned(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:
-    have = ctx.owned.get(gpu.id, 0)
+    have = dict(ctx.owned).get(gpu.id, 0)
     for count in sorted({c for c in (*CARD_COUNTS, *named) if c <= have} | ({have} if have else set())):
         yield _local(graph, ctx, gpu, count, "owned", "owned", None)
 

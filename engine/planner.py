@@ -21,7 +21,7 @@ from engine.memory import Breakdown, Layout, Split, per_gpu
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
 from engine.performance import Speed, inference_speed, training_speed
-from engine.policy import Filter, Policy, matches
+from engine.policy import Policy, matches
 from engine.sizing import GB
 from engine.workload import Job
 
@@ -29,6 +29,7 @@ METHOD_ORDER = ("pretrain", "full_finetune", "lora", "qlora")
 PRECISION_ORDER = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 TRAINING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 SHARDED_NAMES = ("zero-3", "fsdp-full-shard")
+PROVIDER_ATTRIBUTES = frozenset({"provider", "provider_hosts", "provider_allowed"})
 MEMORY_RULE = "memory"
 """Rejections for memory name the rule that requires `fits`, or this when no rule does."""
 
@@ -123,11 +124,12 @@ class Planner:
                 yield "single", 1, 1, "tensor", False, False
             elif count <= self.job.batch:
                 yield "replicas", 1, count, "tensor", False, False
+            busy = [w for w in ways if count // w <= self.job.batch]
             if "tensor-parallel" in self.strategies:
-                for tp in (w for w in ways if w <= per_node):
+                for tp in (w for w in busy if w <= per_node):
                     yield "tensor-parallel", tp, count // tp, "tensor", False, False
             if "pipeline-parallel" in self.strategies:
-                for pp in ways:
+                for pp in busy:
                     yield "pipeline-parallel", pp, count // pp, "pipeline", False, False
             return
         if count == 1:
@@ -170,12 +172,19 @@ class Planner:
 
     # --- one option ----------------------------------------------------------------------------
 
-    def plan(self, option: Option) -> Candidate | Rejection | None:
-        """The option's plan, why it has none, or None when nothing can run on it for reasons that
-        are not worth reporting (no layout for its GPU count, no FLOPS figure in the KB)."""
+    def screen(self, option: Option) -> Rejection | None:
+        """The first filter on hardware alone that rejects the option, before any sizing."""
         for rule_filter in self.option_filters:
             if rule_filter.rejects(option.attrs):
                 return Rejection(option, rule_filter.rule, rule_filter.message)
+        return None
+
+    def plan(self, option: Option) -> Candidate | Rejection | None:
+        """The option's plan, why it has none, or None when nothing can run on it for reasons that
+        are not worth reporting (no layout for its GPU count, no FLOPS figure in the KB)."""
+        screened = self.screen(option)
+        if screened is not None:
+            return screened
         capacity = _number(option.attrs["vram_per_gpu_gb"])
         specs, least = self.fitting(option.count, option.gpus_per_node, capacity)
         if not specs:
@@ -281,8 +290,10 @@ class Planner:
         )
         return MappingProxyType(attrs)
 
-    def filters_for(self, rule: str) -> tuple[Filter, ...]:
-        return tuple(f for f in self.policy.filters if f.rule == rule)
+    def reads_provider(self) -> bool:
+        """Whether a plan filter or a preference looks at which provider rents the option."""
+        wheres = [f.where for f in self.plan_filters] + [p.where for p in self.policy.preferences]
+        return any(name in PROVIDER_ATTRIBUTES for where in wheres for name in where)
 
 
 def _methods(task: str, policy: Policy) -> list[str]:

@@ -43,6 +43,17 @@ def value(candidate: Candidate, value_kind: str | None) -> float:
     return candidate.speed.aggregate_tokens_per_s * candidate.copies / dollars
 
 
+def kind(c: Candidate) -> tuple[str, str, str, str, str]:
+    """What makes two candidates different answers: GPU, acquisition, pricing, method, precision."""
+    return (
+        c.option.gpu.id,
+        c.option.acquisition,
+        c.option.pricing,
+        c.spec.layout.method,
+        c.spec.layout.precision,
+    )
+
+
 def identity(candidate: Candidate) -> tuple[str, int, str, str, str, str]:
     option = candidate.option
     offer = option.offer
@@ -87,14 +98,7 @@ def rank(candidates: Sequence[Candidate], objective: str, value_kind: str | None
     seen: set[tuple[str, str, str, str, str]] = set()
     unique = []
     for ranked in scored:
-        c = ranked.candidate
-        key = (
-            c.option.gpu.id,
-            c.option.acquisition,
-            c.option.pricing,
-            c.spec.layout.method,
-            c.spec.layout.precision,
-        )
+        key = kind(ranked.candidate)
         if key not in seen:
             seen.add(key)
             unique.append(ranked)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from engine.candidates import Context, context_for, latest_prices, options
+from engine.candidates import Context, Option, context_for, latest_prices, options
+from engine.economics import spend
 from engine.engines import RuleEngine, make_engine
 from engine.explain import (
     citation_text,
@@ -43,7 +44,7 @@ from engine.models.response import (
 from engine.models.rule import Rule, Scalar
 from engine.planner import MEMORY_RULE, Candidate, Planner, Rejection
 from engine.policy import Policy, policy_from
-from engine.ranking import Ranked, rank
+from engine.ranking import Ranked, kind, rank
 from engine.refengine import Outcome
 from engine.requirements import hardware_facts, requirements, sizing_facts
 from engine.sizing import CONVENTIONS, GB
@@ -51,6 +52,7 @@ from engine.sizing.training_memory import model_state_bytes_per_param
 from engine.workload import Job, resolve
 
 MAX_REJECTED = 15
+OPTION_CACHE_SIZE = 256
 REJECTED_PER_RULE = 3
 
 
@@ -74,6 +76,7 @@ class Advisor:
         self.version = content_version(roots)
         self.prices_as_of = max((o.as_of for o in kb.offers.values()), default=None)
         self.rent_rates = _cheapest_rates(self.graph)
+        self._options: dict[tuple[Context, int | None], tuple[Option, ...]] = {}
         self.buy_prices = {
             gpu.id: price.price_usd
             for gpu in kb.gpus.values()
@@ -90,7 +93,10 @@ class Advisor:
         planner = self.planner(job, policy, request)
         ctx = context_for(request, spot="spot" in policy.suggested("pricing"))
         search = self.search(planner, ctx, request.constraints.gpu_count)
-        ranked = rank(search.candidates, request.objective, _text(policy.facts.get("ranking.value")))
+        candidates = search.candidates
+        if not _sized_job(job) and request.objective != "fastest":
+            candidates = fewest_gpus(candidates)
+        ranked = rank(candidates, request.objective, _text(policy.facts.get("ranking.value")))
         top = ranked[: request.top_k]
         precision = planner.base_precision
         relaxation = None if top else self.relaxation(planner, ctx, request, search)
@@ -128,15 +134,58 @@ class Advisor:
         return planner
 
     def search(self, planner: Planner, ctx: Context, gpu_count: int | None) -> Search:
+        """Plan every option that passes the hardware filters. Rented offers that differ only in
+        provider and price are sized once: the cheapest stands for the rest, unless a rule looks at
+        the provider, when each is planned."""
         found: list[Candidate] = []
         rejected: list[Rejection] = []
-        for option in options(self.graph, ctx, gpu_count):
-            result = planner.plan(option)
-            if isinstance(result, Candidate):
-                found.append(result)
-            elif result is not None:
-                rejected.append(result)
+        cheapest: dict[tuple[object, ...], Option] = {}
+        provider_matters = planner.reads_provider()
+        for option in self.options(ctx, gpu_count):
+            screened = planner.screen(option)
+            if screened is not None:
+                rejected.append(screened)
+                continue
+            if option.acquisition == "rent" and not provider_matters:
+                key = (
+                    option.gpu.id,
+                    option.count,
+                    option.nodes,
+                    option.pricing,
+                    option.attrs["interconnect"],
+                    option.attrs["tensor_parallel_suitable"],
+                )
+                held = cheapest.get(key)
+                if held is None or (option.hourly_rent_usd, option.offer.id if option.offer else "") < (
+                    held.hourly_rent_usd,
+                    held.offer.id if held.offer else "",
+                ):
+                    cheapest[key] = option
+                continue
+            self._plan_into(planner, option, found, rejected)
+        for option in cheapest.values():
+            self._plan_into(planner, option, found, rejected)
         return Search(found, rejected)
+
+    def options(self, ctx: Context, gpu_count: int | None) -> tuple[Option, ...]:
+        """The options for a context, built once per distinct context (a bounded cache)."""
+        key = (ctx, gpu_count)
+        found = self._options.get(key)
+        if found is None:
+            if len(self._options) >= OPTION_CACHE_SIZE:
+                self._options.clear()
+            found = self._options[key] = tuple(options(self.graph, ctx, gpu_count))
+        return found
+
+    @staticmethod
+    def _plan_into(
+        planner: Planner, option: Option, found: list[Candidate], rejected: list[Rejection]
+    ) -> None:
+        result = planner.plan(option)
+        if isinstance(result, Candidate):
+            found.append(result)
+        elif result is not None:
+            rejected.append(result)
 
     # --- parts of the response -----------------------------------------------------------------
 
@@ -261,8 +310,11 @@ class Advisor:
         asked = planner.job.task
         precision = "nf4" if asked == "qlora" else planner.base_precision
         totals = {spec: planner.memory(spec.layout).total for spec in planner.specs(target.count, per_node)}
+        # As asked: the method and precision requested, in GPU memory (offload is a way out, listed below).
         as_asked = [
-            t for s, t in totals.items() if s.layout.method == asked and s.layout.precision == precision
+            t
+            for s, t in totals.items()
+            if s.layout.method == asked and s.layout.precision == precision and not s.layout.offload
         ]
         least = min(as_asked) if as_asked else min(totals.values())
         fits = least <= usable
@@ -304,7 +356,8 @@ class Advisor:
             per_node = min(more, max(gpu.link_domain_gpus, 1))
             specs, _ = planner.fitting(more, per_node, capacity)
             for spec in specs:
-                if spec.layout.method == asked and spec.layout.precision == precision:
+                layout = spec.layout
+                if layout.method == asked and layout.precision == precision and not layout.offload:
                     return [f"{'+'.join(spec.parallelism) or spec.strategy} over {more} GPUs"]
         return []
 
@@ -330,16 +383,17 @@ class Advisor:
         constraint = next(
             (name for name in _facts_read(self.rules, rule) if name.startswith("constraints.")), rule
         )
+        needs = money_text(spend(cheapest.costs, cheapest.option.acquisition))
         message = (
-            f"Relaxing {constraint} (rule {rule}) allows {hardware(cheapest)}: {plan_words(cheapest)}, "
-            f"{money_text(cheapest.costs.horizon_cost_usd)} over the horizon."
+            f"The cheapest way out is relaxing {constraint} (rule {rule}): {hardware(cheapest)}, "
+            f"{plan_words(cheapest)}, spending {needs}."
         )
         return Relaxation(constraint=constraint, rule=rule, message=message)
 
     def summary(self, job: Job, top: Sequence[Ranked], relaxation: Relaxation | None, search: Search) -> str:
         subject = workload_words(job)
         if not top:
-            reason = _main_reason(search.rejections)
+            reason = _main_reason(search.rejections, relaxation)
             text = f"No option meets every constraint for {subject}: {reason}"
             return f"{text} {relaxation.message}" if relaxation else text
         best = top[0].candidate
@@ -378,6 +432,20 @@ class Advisor:
         return found
 
 
+def _sized_job(job: Job) -> bool:
+    """Whether the request says how much work there is (tokens to train, hours, serving demand): only
+    then can more GPUs than the job needs to fit be worth their cost."""
+    return job.training_tokens is not None or job.job_hours is not None or job.serving is not None
+
+
+def fewest_gpus(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """For each GPU, acquisition and plan kind, only the options with the fewest GPUs that run the job."""
+    least: dict[tuple[str, str, str, str, str], int] = {}
+    for c in candidates:
+        least[kind(c)] = min(least.get(kind(c), c.gpu_count), c.gpu_count)
+    return [c for c in candidates if c.gpu_count == least[kind(c)]]
+
+
 def task_title(method: str) -> str:
     return method.replace("_", " ").capitalize()
 
@@ -394,7 +462,10 @@ def _alternative(spec: object, asked: str, precision: str, count: int) -> str | 
     if layout.method != asked:
         return layout.method
     if layout.precision != precision:
-        return layout.precision
+        # Lower precision is a way out for inference (quantization); in training it saves nothing here.
+        return f"{layout.precision} weights" if asked == "inference" else None
+    if layout.offload:
+        return "offload optimizer states to CPU memory (slow)"
     if spec.parallelism:
         return f"{'+'.join(spec.parallelism)} over {count} GPUs"
     if layout.checkpointing:
@@ -409,9 +480,13 @@ def _facts_read(rules: Sequence[Rule], rule_id: str) -> list[str]:
     return [name for name, _ in facts_in(rule.when)]
 
 
-def _main_reason(rejections: Sequence[Rejection]) -> str:
+def _main_reason(rejections: Sequence[Rejection], relaxation: Relaxation | None) -> str:
+    """The constraint that fails: the one whose relaxation helps, else the commonest reason."""
     if not rejections:
         return "the knowledge base has no hardware to consider."
+    if relaxation is not None:
+        reason = next(r.reason for r in rejections if r.rule == relaxation.rule)
+        return reason if reason.endswith(".") else reason + "."
     counts: dict[str, int] = {}
     for rejection in rejections:
         counts[rejection.reason] = counts.get(rejection.reason, 0) + 1

@@ -38,3 +38,11 @@ def kb_copy(tmp_path: Path) -> Iterator[Path]:
     shutil.copytree(PROJECT / "kb", tmp_path / "kb")
     shutil.copytree(PROJECT / "data", tmp_path / "data")
     yield tmp_path / "kb"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite tests/golden/*.response.json from the current answers (review the diff)",
+    )

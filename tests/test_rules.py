@@ -171,8 +171,9 @@ def test_condition_semantics(condition: dict[str, Any], facts: dict[str, Any], h
 
 
 def test_messages_fill_in_the_facts_they_read() -> None:
-    firing = ReferenceEngine(RULES.rules).run({"constraints.os": "windows"}).firings[0]
-    assert "On windows, run CUDA tooling under WSL2" in firing.messages[0]
+    firings = ReferenceEngine(RULES.rules).run({"constraints.os": "windows"}).firings
+    wsl = next(f for f in firings if f.rule == "windows-runs-cuda-through-wsl2")
+    assert "On windows, run CUDA tooling under WSL2" in wsl.messages[0]
 
 
 def write(root: Path, relative: str, data: dict[str, Any] | str) -> Path:
