@@ -1,39 +1,82 @@
-"""The FastAPI application: `create_app()` loads and checks the KB once, at start-up."""
+"""The FastAPI application: `create_app()` loads and checks the KB and rules once, at start-up."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 
+from api import admin, errors
+from api.limits import BodySizeLimit
+from api.openapi import kb_aware_openapi
 from api.routes import router
 from engine import paths
-from engine.graph import KBGraph
-from engine.kb import KB
-from engine.lint import load_checked_kb
+from engine.recommend import Advisor, load_advisor
+
+ADMIN_TOKEN_ENV = "GPU_ADVISOR_ADMIN_TOKEN"
+MAX_BODY_BYTES = 64 * 1024
+"""The largest request body accepted (a 413 beyond): a full `POST /recommend` body is under 4 KB."""
+
+DESCRIPTION = """\
+Ranked ML hardware recommendations (GPU x count x interconnect x buy/rent x provider x precision x
+parallelism), each with memory per GPU, tokens/s and cost, and a traced justification: which rule
+fired, on which facts, citing which source. The model, GPU and provider ids this service knows are
+listed as enums in the request schema, and by `GET /models`, `GET /gpus` and `GET /providers`.
+"""
 
 
-def create_app(kb_root: Path | None = None, *, kb: KB | None = None) -> FastAPI:
-    """The service over `kb` when the caller has already loaded and checked it, else over the KB at
-    `kb_root` (default: $GPU_ADVISOR_KB or the embedded kb/), which must pass every lint check."""
+def create_app(
+    kb_root: Path | None = None,
+    *,
+    rules_root: Path | None = None,
+    advisor: Advisor | None = None,
+    admin_token: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> FastAPI:
+    """The service over `advisor` when the caller has already loaded and checked it, else over the
+    KB at `kb_root` and the rules at `rules_root` (defaults: $GPU_ADVISOR_KB / $GPU_ADVISOR_RULES or
+    the embedded kb/ and rules/), which must pass every lint check or start-up fails with `KBInvalid`.
+    `POST /admin/reload` is mounted only when an admin token is given (or $GPU_ADVISOR_ADMIN_TOKEN)."""
+    rules_at = rules_root or (advisor.rules_root if advisor else None) or paths.rules_dir()
+    token = admin_token if admin_token is not None else os.environ.get(ADMIN_TOKEN_ENV) or None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        loaded = kb or load_checked_kb(kb_root or paths.kb_dir(), paths.data_dir(), date.today())
-        app.state.kb = loaded
-        app.state.graph = KBGraph(loaded)
+        app.state.advisor = advisor or load_advisor(
+            kb_root or paths.kb_dir(), rules_at, paths.data_dir(), date.today()
+        )
         yield
 
     app = FastAPI(
         title="gpu-advisor",
         summary="What should we run this on? ML hardware recommendations with a traced justification.",
+        description=DESCRIPTION,
         version=_version(),
         lifespan=lifespan,
     )
+    if advisor is not None:  # ready before start-up: the OpenAPI document can be read at once
+        app.state.advisor = advisor
+    app.state.rules_root = rules_at
+    app.state.data_root = paths.data_dir()
+    app.state.admin_token = token
+    app.state.kb_changed = lambda: setattr(app, "openapi_schema", None)
     app.include_router(router)
+    if token:
+        app.include_router(admin.router)
+    errors.install(app)
+    app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = kb_aware_openapi(app, app.state.advisor.kb)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
 
 

@@ -1,55 +1,140 @@
-"""Thin HTTP routes: look up, return the response model. No logic lives here."""
+"""Thin HTTP routes: validate, look up or call the engine, return the response model. No logic here."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
 
-from engine.kb import KB
-from engine.models.kb import Gpu
+from api.openapi import RECOMMEND_EXAMPLES
+from engine.models.kb import Gpu, Model, Offer, Provider
+from engine.models.request import RecommendRequest
+from engine.models.response import RecommendResponse
+from engine.models.service import RuleDetail, RuleSummary
 from engine.models.views import ErrorDetail, GpuSummary, Health, Version
+from engine.recommend import Advisor
 
 router = APIRouter()
+T = TypeVar("T")
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorDetail, "description": "unknown id"}}
 
 
-def current_kb(request: Request) -> KB:
-    kb: KB = request.app.state.kb
-    return kb
+def current_advisor(request: Request) -> Advisor:
+    """The advisor in service (replaced as a whole by a reload, never changed in place)."""
+    advisor: Advisor = request.app.state.advisor
+    return advisor
 
 
-CurrentKB = Annotated[KB, Depends(current_kb)]
+CurrentAdvisor = Annotated[Advisor, Depends(current_advisor)]
+
+
+@router.post(
+    "/recommend",
+    response_model=RecommendResponse,
+    responses={
+        400: {"model": ErrorDetail, "description": "the body cannot be read as text (not UTF-8)"},
+        413: {"model": ErrorDetail, "description": "request body over 64 KB"},
+        422: {"description": "a field is invalid or names an id the KB lacks; `detail[].loc` names it"},
+    },
+    tags=["recommend"],
+)
+def recommend(
+    body: Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)], advisor: CurrentAdvisor
+) -> RecommendResponse:
+    """Ranked hardware recommendations for one workload, each with its memory per GPU, speed, cost
+    and a traced justification. A request no option can satisfy is a 200 with `feasible: false`,
+    the reason in `summary`, and in `relaxation` the constraint whose relaxing helps."""
+    return advisor.recommend(body)
 
 
 @router.get("/healthz", response_model=Health, tags=["service"])
-def healthz(kb: CurrentKB) -> Health:
-    """Liveness: the service is up with a validated knowledge base."""
-    return Health(status="ok", kb_version=kb.version)
+def healthz(advisor: CurrentAdvisor) -> Health:
+    """Liveness: the service is up with a validated knowledge base and rule set."""
+    return Health(status="ok", kb_version=advisor.version)
 
 
 @router.get("/version", response_model=Version, tags=["service"])
-def version(request: Request, kb: CurrentKB) -> Version:
+def version(request: Request, advisor: CurrentAdvisor) -> Version:
     """Service version, knowledge-base version and the date of the newest prices."""
-    dates = [offer.as_of for offer in kb.offers.values()]
     return Version(
         version=request.app.version,
-        kb_version=kb.version,
-        prices_as_of=max(dates).isoformat() if dates else None,
+        kb_version=advisor.version,
+        prices_as_of=advisor.prices_as_of.isoformat() if advisor.prices_as_of else None,
     )
 
 
 @router.get("/gpus", response_model=list[GpuSummary], tags=["knowledge base"])
-def list_gpus(kb: CurrentKB) -> list[GpuSummary]:
+def list_gpus(advisor: CurrentAdvisor) -> list[GpuSummary]:
     """Every accelerator in the knowledge base, in id order."""
-    return [GpuSummary.of(gpu) for gpu in kb.gpus.values()]
+    return [GpuSummary.of(gpu) for gpu in advisor.kb.gpus.values()]
 
 
-@router.get(
-    "/gpus/{gpu_id}", response_model=Gpu, responses={404: {"model": ErrorDetail}}, tags=["knowledge base"]
-)
-def get_gpu(gpu_id: str, kb: CurrentKB) -> Gpu:
+@router.get("/gpus/{gpu_id}", response_model=Gpu, responses=NOT_FOUND, tags=["knowledge base"])
+def get_gpu(gpu_id: str, advisor: CurrentAdvisor) -> Gpu:
     """One accelerator with every KB field and its sources."""
-    gpu = kb.gpus.get(gpu_id)
-    if gpu is None:
-        raise HTTPException(status_code=404, detail=f"unknown gpu id {gpu_id!r}")
-    return gpu
+    return _found(advisor.kb.gpus, gpu_id, "gpu")
+
+
+@router.get("/providers", response_model=list[Provider], tags=["knowledge base"])
+def list_providers(advisor: CurrentAdvisor) -> list[Provider]:
+    """Every cloud provider: kind, spot availability, billing, and sources."""
+    return list(advisor.kb.providers.values())
+
+
+@router.get("/offers", response_model=list[Offer], responses=NOT_FOUND, tags=["knowledge base"])
+def list_offers(
+    advisor: CurrentAdvisor,
+    gpu: Annotated[str | None, Query(description="only the offers of this KB gpu id", max_length=96)] = None,
+    provider: Annotated[
+        str | None, Query(description="only the offers of this KB provider id", max_length=96)
+    ] = None,
+) -> list[Offer]:
+    """Priced cloud offers (hourly prices with their `as_of` date), optionally for one GPU or provider."""
+    if gpu is not None:
+        _found(advisor.kb.gpus, gpu, "gpu")
+    if provider is not None:
+        _found(advisor.kb.providers, provider, "provider")
+    return [
+        offer
+        for offer in advisor.kb.offers.values()
+        if (gpu is None or offer.gpu == gpu) and (provider is None or offer.provider == provider)
+    ]
+
+
+@router.get("/models", response_model=list[Model], tags=["knowledge base"])
+def list_models(advisor: CurrentAdvisor) -> list[Model]:
+    """The model catalog: published parameter counts and architectures, with sources."""
+    return list(advisor.kb.models.values())
+
+
+@router.get("/models/{model_id}", response_model=Model, responses=NOT_FOUND, tags=["knowledge base"])
+def get_model(model_id: str, advisor: CurrentAdvisor) -> Model:
+    """One model of the catalog."""
+    return _found(advisor.kb.models, model_id, "model")
+
+
+@router.get("/rules", response_model=list[RuleSummary], tags=["rules"])
+def list_rules(advisor: CurrentAdvisor) -> list[RuleSummary]:
+    """Every rule's metadata: id, title, category, status, rationale and citations, in id order."""
+    return [
+        RuleSummary.of(rule, advisor.categories.get(rule.id, "uncategorized"))
+        for rule in sorted(advisor.rules, key=lambda r: r.id)
+    ]
+
+
+@router.get("/rules/{rule_id}", response_model=RuleDetail, responses=NOT_FOUND, tags=["rules"])
+def get_rule(rule_id: str, advisor: CurrentAdvisor) -> RuleDetail:
+    """One rule: its metadata, its condition in words, and what it does when it fires."""
+    rule = _found(advisor.rules_by_id, rule_id, "rule")
+    return RuleDetail.of(rule, advisor.categories.get(rule.id, "uncategorized"))
+
+
+def _found(table: Mapping[str, T], key: str, kind: str) -> T:
+    found = table.get(key)
+    if found is None:
+        raise HTTPException(
+            status_code=404, detail=f"unknown {kind} id {key!r}: GET /{kind}s lists the known ids"
+        )
+    return found

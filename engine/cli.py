@@ -16,12 +16,15 @@ from engine import paths
 from engine.catalog import CatalogError, build_offers, report_markdown, write_offers
 from engine.engines import EngineConfigError, make_engine
 from engine.kb import read_kb
-from engine.lint import lint_kb, load_checked_kb
+from engine.lint import lint_kb
 from engine.models.kb import KIND_MODELS
 from engine.models.rule import Rule
 from engine.problems import KBInvalid, Problem
+from engine.recommend import load_advisor
+from engine.request_input import FLAGS, RequestInputError, apply_flags, read_request_file, to_request
 from engine.ruledocs import new_rule_path, rules_markdown, scaffold
 from engine.rules import read_rules, run_rule_cases
+from engine.workload import InvalidRequest
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -57,9 +60,29 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the JSON API")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     _kb_option(serve)
+    _rules_option(serve)
     serve.set_defaults(handler=_serve)
+
+    advise = commands.add_parser(
+        "recommend",
+        help="recommend hardware for a workload",
+        description="Recommend hardware for a workload given as a request file (YAML or JSON, the "
+        "body of POST /recommend) and/or flags; flags override the file.",
+    )
+    advise.add_argument("request", nargs="?", type=Path, help="request file (.yaml, .yml or .json)")
+    for flag in FLAGS:
+        if flag.kind == "bool":
+            advise.add_argument(flag.option, action="store_true", help=flag.help)
+        else:
+            kind = {"float": float, "int": int}.get(flag.kind, str)
+            advise.add_argument(flag.option, type=kind, choices=flag.choices, help=flag.help)
+    advise.add_argument("--json", action="store_true", help="print the API's JSON response instead")
+    advise.add_argument("--trace", action="store_true", help="also print the rule trace")
+    _kb_option(advise)
+    _rules_option(advise)
+    advise.set_defaults(handler=_recommend)
 
     kb = commands.add_parser("kb", help="knowledge-base tools").add_subparsers(title="kb commands")
     lint = kb.add_parser("lint", help="check every KB and rule file; exit 1 on any problem")
@@ -262,22 +285,52 @@ def _stats(args: argparse.Namespace) -> int:
     return EXIT_OK if not loaded.problems else EXIT_PROBLEMS
 
 
-def _serve(args: argparse.Namespace) -> int:
-    root = (args.kb or paths.kb_dir()).resolve()
+def _recommend(args: argparse.Namespace) -> int:
     try:
-        kb = load_checked_kb(root, paths.data_dir(), date.today())
+        document = read_request_file(args.request) if args.request else {}
+        request = to_request(apply_flags(document, vars(args)))
+    except RequestInputError as exc:
+        print(f"gpu-advisor: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        advisor = load_advisor(
+            args.kb or paths.kb_dir(), args.rules or paths.rules_dir(), paths.data_dir(), date.today()
+        )
     except KBInvalid as exc:
         _print_problems(exc.problems)
-        print("gpu-advisor: not starting: the knowledge base has problems", file=sys.stderr)
+        return EXIT_PROBLEMS
+    try:
+        response = advisor.recommend(request)
+    except InvalidRequest as exc:
+        print(f"gpu-advisor: {'.'.join(exc.loc)}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(response.model_dump_json(indent=2))
+    else:
+        from engine.report import print_response  # rich only when a table is printed
+
+        print_response(response, show_trace=args.trace)
+    return EXIT_OK
+
+
+def _serve(args: argparse.Namespace) -> int:
+    kb_root = (args.kb or paths.kb_dir()).resolve()
+    rules_root = (args.rules or paths.rules_dir()).resolve()
+    try:
+        advisor = load_advisor(kb_root, rules_root, paths.data_dir(), date.today())
+    except KBInvalid as exc:
+        _print_problems(exc.problems)
+        print("gpu-advisor: not starting: the knowledge base or rules have problems", file=sys.stderr)
         return EXIT_PROBLEMS
     import uvicorn
 
     from api.app import create_app
 
-    if args.workers == 1:  # one process: serve the KB just checked rather than reading it again
-        uvicorn.run(create_app(kb=kb), host=args.host, port=args.port)
+    if args.workers == 1:  # one process: serve what was just checked rather than reading it again
+        uvicorn.run(create_app(advisor=advisor), host=args.host, port=args.port)
         return EXIT_OK
-    os.environ["GPU_ADVISOR_KB"] = str(root)  # each worker process loads it in create_app
+    # each worker process loads the (now checked) KB and rules itself, from these folders
+    os.environ["GPU_ADVISOR_KB"], os.environ["GPU_ADVISOR_RULES"] = str(kb_root), str(rules_root)
     uvicorn.run("api.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
     return EXIT_OK
 

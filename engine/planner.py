@@ -118,6 +118,9 @@ class Planner:
         self, method: str, count: int, per_node: int
     ) -> Iterator[tuple[str, int, int, Split, bool, bool]]:
         ways = [w for w in (2, 4, 8, 16, 32, 64) if w <= count and count % w == 0]
+        # Tensor parallelism splits attention heads, so it takes a power of two; pipeline stages
+        # can be any number (vLLM and DeepSpeed take e.g. 3), so all `count` GPUs can form one.
+        stages = sorted({*ways, count} - {1})
         if method == "inference":
             # Replicas beyond the sequences in flight would idle (a serving fleet grows by copies).
             if count == 1:
@@ -129,7 +132,7 @@ class Planner:
                 for tp in (w for w in busy if w <= per_node):
                     yield "tensor-parallel", tp, count // tp, "tensor", False, False
             if "pipeline-parallel" in self.strategies:
-                for pp in busy:
+                for pp in (s for s in stages if count // s <= self.job.batch):
                     yield "pipeline-parallel", pp, count // pp, "pipeline", False, False
             return
         if count == 1:
@@ -143,7 +146,7 @@ class Planner:
                 for tp in (w for w in ways if w <= per_node):
                     yield "tensor-parallel", tp, count // tp, "tensor", False, False
             if "pipeline-parallel" in self.strategies:
-                for pp in ways:
+                for pp in stages:
                     yield "pipeline-parallel", pp, count // pp, "pipeline", False, False
         if "offload" in self.strategies and method in ("pretrain", "full_finetune"):
             yield "offload", 1, count, "tensor", True, True

@@ -70,6 +70,11 @@ class Advisor:
     ):
         self.kb = kb
         self.rules = tuple(rules)
+        self.rules_root = rules_root
+        self.rules_by_id = {rule.id: rule for rule in self.rules}
+        self.categories = (
+            {path.stem: path.parent.name for path in rules_root.glob("*/*.yaml")} if rules_root else {}
+        )
         self.graph = KBGraph(kb)
         self.engine = engine or make_engine(self.rules)
         roots = [kb.root] + ([rules_root] if rules_root is not None else [])
@@ -310,6 +315,17 @@ class Advisor:
         asked = planner.job.task
         precision = "nf4" if asked == "qlora" else planner.base_precision
         totals = {spec: planner.memory(spec.layout).total for spec in planner.specs(target.count, per_node)}
+        if not totals:  # the parallelism allowed cannot spread this task over that many GPUs
+            return TargetFit(
+                gpu=gpu.id,
+                count=target.count,
+                fits=False,
+                per_gpu_gb=0.0,
+                vram_per_gpu_gb=capacity,
+                why=f"No allowed way to run {task_title(planner.job.task)} on {target.count} GPUs "
+                f"(parallelism allowed: {', '.join(sorted(planner.strategies)) or 'none'}).",
+                alternatives=[],
+            )
         # As asked: the method and precision requested, in GPU memory (offload is a way out, listed below).
         as_asked = [
             t
@@ -517,6 +533,23 @@ def _text(value: Scalar | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def load_advisor(kb_root: Path, rules_root: Path, data_root: Path | None, today: date) -> Advisor:
+    """An advisor over the KB and rules at these roots when every lint check passes, else `KBInvalid`
+    listing the problems of both (the service starts, and reloads, only on a clean KB)."""
+    from engine.lint import load_checked_kb
+    from engine.problems import KBInvalid
+    from engine.rules import read_rules
+
+    ruleset = read_rules(rules_root)
+    try:
+        kb = load_checked_kb(kb_root, data_root, today)
+    except KBInvalid as invalid:
+        raise KBInvalid(invalid.problems + list(ruleset.problems)) from None
+    if ruleset.problems:
+        raise KBInvalid(list(ruleset.problems))
+    return Advisor(kb, ruleset.rules, rules_root)
+
+
 _default: Advisor | None = None
 _lock = threading.Lock()
 
@@ -526,16 +559,9 @@ def default_advisor() -> Advisor:
     global _default
     with _lock:
         if _default is None:
-            from engine.lint import load_checked_kb
             from engine.paths import data_dir, kb_dir, rules_dir
-            from engine.problems import KBInvalid
-            from engine.rules import read_rules
 
-            kb = load_checked_kb(kb_dir(), data_dir(), date.today())
-            ruleset = read_rules(rules_dir())
-            if ruleset.problems:
-                raise KBInvalid(list(ruleset.problems))
-            _default = Advisor(kb, ruleset.rules, rules_dir())
+            _default = load_advisor(kb_dir(), rules_dir(), data_dir(), date.today())
         return _default
 
 

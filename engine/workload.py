@@ -23,12 +23,16 @@ ESTIMATED_VOCAB = 32_000
 """Vocabulary assumed for an estimated shape (Llama 2's 32,000 tokens)."""
 
 
-class UnknownReference(ValueError):
-    """The request names an id the KB does not have; `loc` is the request field."""
+class InvalidRequest(ValueError):
+    """The request is well-formed but cannot be read against the KB; `loc` is the request field."""
 
     def __init__(self, loc: tuple[str, ...], message: str) -> None:
         super().__init__(message)
         self.loc = loc
+
+
+class UnknownReference(InvalidRequest):
+    """The request names an id the KB does not have."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,11 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
     params_b = workload.params_b or (model.params_b if model else None)
     assert params_b is not None  # the request model requires `model` or `params_b`
     active_b = workload.active_params_b or (model.active_params_b if model else None) or params_b
+    if active_b > params_b:  # a KB model's size against the request's active_params_b
+        raise InvalidRequest(
+            ("workload", "active_params_b"),
+            f"active_params_b ({active_b:g}) cannot exceed the model's {params_b:g} B parameters",
+        )
     if workload.architecture is not None:
         shape, source = _request_shape(workload.architecture), "request"
     elif model is not None and model.architecture is not None:

@@ -83,6 +83,58 @@ def test_bad_input_names_the_field(body: dict[str, Any], field: str) -> None:
     assert field in str(raised.value)
 
 
+BASE = {"workload": {"task": "inference", "params_b": 7}}
+
+
+@pytest.mark.parametrize(
+    ("body", "loc"),
+    [
+        ({**BASE, "top_k": True}, ("top_k",)),
+        ({**BASE, "top_k": "5"}, ("top_k",)),
+        ({**BASE, "top_k": 5.5}, ("top_k",)),
+        ({"workload": {"task": "inference", "params_b": "7"}}, ("workload", "params_b")),
+        ({**BASE, "constraints": {"on_prem_only": 1}}, ("constraints", "on_prem_only")),
+        (
+            {**BASE, "constraints": {"electricity_usd_per_kwh": False}},
+            ("constraints", "electricity_usd_per_kwh"),
+        ),
+        ({"workload": {"task": "inference", "params_b": 1e-9}}, ("workload", "params_b")),
+        (
+            {"workload": {"task": "inference", "params_b": 7, "active_params_b": 9}},
+            ("workload", "active_params_b"),
+        ),
+        ({**BASE, "constraints": {"max_gpus": 2, "gpu_count": 4}}, ("constraints", "gpu_count")),
+        (
+            {**BASE, "constraints": {"utilization_pct": 5, "hours_per_week": 5}},
+            ("constraints", "hours_per_week"),
+        ),
+    ],
+)
+def test_values_are_not_coerced_and_relations_name_the_later_field(
+    body: dict[str, Any], loc: tuple[str, ...]
+) -> None:
+    """JSON types are kept (the JSON Schema is what is accepted), and a check between two fields
+    names the later one, so a 422 points at a field rather than at the whole object."""
+    with pytest.raises(ValidationError) as raised:
+        RecommendRequest.model_validate(body)
+    assert loc in [error["loc"] for error in raised.value.errors()]
+
+
+def test_integral_floats_count_as_integers() -> None:
+    """JSON Schema: "8.0" is an integer; a JSON encoder may well write it so."""
+    request = RecommendRequest.model_validate(
+        {
+            "workload": {"task": "inference", "params_b": 7, "batch_size": 8.0, "seq_len": 4096.0},
+            "constraints": {"target_hardware": {"gpu": "nvidia-rtx-3090", "count": 2.0}, "max_gpus": 4.0},
+            "top_k": 3.0,
+        }
+    )
+    assert (request.workload.batch_size, request.workload.seq_len, request.top_k) == (8, 4096, 3)
+    assert request.constraints.target_hardware is not None
+    assert request.constraints.target_hardware.count == 2 and request.constraints.max_gpus == 4
+    assert isinstance(request.top_k, int)
+
+
 def test_request_facts() -> None:
     body = contract_example()
     body["constraints"].update(

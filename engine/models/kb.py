@@ -35,10 +35,10 @@ class Strict(BaseModel):
 class Source(Strict):
     """Where a fact comes from: a URL or a named document, and when it was read."""
 
-    url: Url | None = None
+    url: Url | None = Field(None, description="web address of the source")
     document: Text | None = Field(None, description="a document that is not on the web, or a seed file")
     accessed: date = Field(description="date the source was read (not in the future)")
-    note: Text | None = None
+    note: Text | None = Field(None, description="what the source gives, or where in it")
 
     @model_validator(mode="after")
     def _url_or_document(self) -> Source:
@@ -55,7 +55,7 @@ class Entity(Strict):
 
     id: EntityId
     sources: Sources
-    notes: list[Text] = Field(default_factory=list)
+    notes: list[Text] = Field(default_factory=list, description="free-text remarks")
 
 
 # --- GPUs and other accelerators -------------------------------------------------------------
@@ -70,50 +70,68 @@ PriceKind = Literal["new", "used", "msrp", "estimate"]
 class Price(Strict):
     """A purchase price for one unit (one card, one machine, or 1/8 of an 8-GPU server)."""
 
-    price_usd: NonNegativeFloat
-    kind: PriceKind
-    as_of: date
-    note: Text | None = None
+    price_usd: NonNegativeFloat = Field(description="price of one unit, US dollars")
+    kind: PriceKind = Field(description="new | used | msrp (list price) | estimate")
+    as_of: date = Field(description="date the price was seen")
+    note: Text | None = Field(None, description="where and how the price was found")
 
 
 class Gpu(Entity):
     """An accelerator: a GPU card, an SXM/OAM module, an Apple SoC machine, a TPU chip, or a CPU."""
 
-    name: Name
+    name: Name = Field(description="marketing name")
     aliases: list[Name] = Field(default_factory=list, description="other names, e.g. earlier ids")
-    vendor: Vendor
-    gpu_class: GpuClass = Field(alias="class")
-    architecture: Name
+    vendor: Vendor = Field(description="maker: nvidia | amd | intel | apple | google | generic")
+    gpu_class: GpuClass = Field(
+        alias="class", description="consumer | workstation | datacenter | apple-silicon | cpu"
+    )
+    architecture: Name = Field(description="chip architecture, e.g. Hopper")
     compute_capability: Annotated[str, StringConstraints(pattern=r"^\d{1,2}\.\d$")] | None = Field(
         None, description="NVIDIA CUDA compute capability, e.g. '8.9'"
     )
     gfx_target: Annotated[str, StringConstraints(pattern=r"^gfx[0-9a-f]{3,4}$")] | None = Field(
         None, description="AMD ROCm target, e.g. 'gfx942'"
     )
-    launch_year: Annotated[int, Field(ge=1990, le=2100)]
-    form_factor: FormFactor
-    sold_as: SoldAs
-    memory_gb: PositiveFloat
+    launch_year: Annotated[int, Field(ge=1990, le=2100)] = Field(description="year of launch")
+    form_factor: FormFactor = Field(description="sxm | pcie | oam | soc | module | cloud | socket")
+    sold_as: SoldAs = Field(
+        description="how it is bought: a card, in a server, as a whole machine, or not at all (cloud-only)"
+    )
+    memory_gb: PositiveFloat = Field(
+        description="memory per device, GB (1e9 bytes); unified memory for Apple"
+    )
     usable_memory_gb: PositiveFloat | None = Field(
         None, description="memory the accelerator can use when less than memory_gb (Apple GPU limit, B200)"
     )
-    memory_type: Name
-    memory_bandwidth_gbs: PositiveFloat
+    memory_type: Name = Field(description="e.g. HBM3, GDDR6X, LPDDR5")
+    memory_bandwidth_gbs: PositiveFloat = Field(description="memory bandwidth, GB/s")
     fp32_tflops: PositiveFloat | None = Field(None, description="non-tensor (vector) FP32")
-    tf32_dense_tflops: PositiveFloat | None = None
-    fp16_dense_tflops: PositiveFloat | None = None
-    bf16_dense_tflops: PositiveFloat | None = None
-    fp8_dense_tflops: PositiveFloat | None = None
-    fp4_dense_tflops: PositiveFloat | None = None
-    int8_dense_tops: PositiveFloat | None = None
-    int4_dense_tops: PositiveFloat | None = None
-    tf32_sparse_tflops: PositiveFloat | None = None
-    fp16_sparse_tflops: PositiveFloat | None = None
-    bf16_sparse_tflops: PositiveFloat | None = None
-    fp8_sparse_tflops: PositiveFloat | None = None
-    fp4_sparse_tflops: PositiveFloat | None = None
-    int8_sparse_tops: PositiveFloat | None = None
-    tdp_w: Annotated[int, Field(gt=0, le=5000)] | None = None
+    tf32_dense_tflops: PositiveFloat | None = Field(None, description="TF32 tensor throughput, dense, TFLOPS")
+    fp16_dense_tflops: PositiveFloat | None = Field(None, description="FP16 tensor throughput, dense, TFLOPS")
+    bf16_dense_tflops: PositiveFloat | None = Field(None, description="BF16 tensor throughput, dense, TFLOPS")
+    fp8_dense_tflops: PositiveFloat | None = Field(None, description="FP8 tensor throughput, dense, TFLOPS")
+    fp4_dense_tflops: PositiveFloat | None = Field(None, description="FP4 tensor throughput, dense, TFLOPS")
+    int8_dense_tops: PositiveFloat | None = Field(None, description="INT8 tensor throughput, dense, TOPS")
+    int4_dense_tops: PositiveFloat | None = Field(None, description="INT4 tensor throughput, dense, TOPS")
+    tf32_sparse_tflops: PositiveFloat | None = Field(
+        None, description="TF32 tensor throughput with structured sparsity, TFLOPS"
+    )
+    fp16_sparse_tflops: PositiveFloat | None = Field(
+        None, description="FP16 tensor throughput with structured sparsity, TFLOPS"
+    )
+    bf16_sparse_tflops: PositiveFloat | None = Field(
+        None, description="BF16 tensor throughput with structured sparsity, TFLOPS"
+    )
+    fp8_sparse_tflops: PositiveFloat | None = Field(
+        None, description="FP8 tensor throughput with structured sparsity, TFLOPS"
+    )
+    fp4_sparse_tflops: PositiveFloat | None = Field(
+        None, description="FP4 tensor throughput with structured sparsity, TFLOPS"
+    )
+    int8_sparse_tops: PositiveFloat | None = Field(
+        None, description="INT8 tensor throughput with structured sparsity, TOPS"
+    )
+    tdp_w: Annotated[int, Field(gt=0, le=5000)] | None = Field(None, description="rated power (TDP), watts")
     interconnect: EntityId = Field(description="GPU-to-GPU link (interconnect id)")
     interconnect_gbs: PositiveFloat | None = Field(
         None, description="per-GPU GPU-to-GPU bandwidth, bidirectional aggregate"
@@ -124,8 +142,8 @@ class Gpu(Entity):
     host_interface: EntityId | None = Field(None, description="host link (interconnect id), e.g. pcie-5")
     platforms: list[EntityId] = Field(min_length=1, description="software stacks (stack ids)")
     native_precisions: list[EntityId] = Field(min_length=1, description="precision ids with hardware support")
-    prices: list[Price] = Field(default_factory=list)
-    confidence: Confidence = "high"
+    prices: list[Price] = Field(default_factory=list, description="purchase prices, one unit each")
+    confidence: Confidence = Field("high", description="trust in the figures: high | medium | low")
     doubts: list[Text] = Field(default_factory=list, description="figures to re-check, and why")
 
 
@@ -140,16 +158,22 @@ InterconnectScope = Literal["host", "intra-node", "inter-node", "on-package"]
 class Interconnect(Entity):
     """A link between GPUs (or GPU and host): PCIe, NVLink, InfiniBand, unified memory, ..."""
 
-    name: Name
-    kind: InterconnectKind
-    scope: InterconnectScope
-    generation: Name | None = None
+    name: Name = Field(description="display name")
+    kind: InterconnectKind = Field(
+        description="pcie | nvlink | nvswitch | infiniband | ethernet | fabric | unified | ici | none"
+    )
+    scope: InterconnectScope = Field(
+        description="what it joins: GPU and host, GPUs in a node, nodes, or dies on one package"
+    )
+    generation: Name | None = Field(None, description="technology generation, e.g. '4' or 'NDR'")
     bandwidth_gbs: NonNegativeFloat = Field(description="per-GPU (or per-port) bandwidth, see direction")
-    direction: Literal["bidirectional", "unidirectional"]
+    direction: Literal["bidirectional", "unidirectional"] = Field(
+        description="whether bandwidth_gbs counts both directions together or one"
+    )
     max_gpus: Annotated[int, Field(ge=1, le=100000)] | None = Field(
         None, description="GPUs one link domain can join (None: limited by the network)"
     )
-    latency_us: PositiveFloat | None = None
+    latency_us: PositiveFloat | None = Field(None, description="latency, microseconds")
     tensor_parallel_suitable: bool = Field(description="fast enough for tensor parallelism (NVLink class)")
 
 
@@ -159,47 +183,64 @@ PrecisionUse = Literal["training", "mixed-precision-training", "inference", "kv-
 class Precision(Entity):
     """A number format: its size, range and where it runs natively."""
 
-    name: Name
-    kind: Literal["float", "integer", "quantized"]
-    bits: Annotated[int, Field(ge=1, le=64)]
-    bytes_per_param: PositiveFloat
+    name: Name = Field(description="display name")
+    kind: Literal["float", "integer", "quantized"] = Field(
+        description="float, integer, or quantized (block-scaled storage format)"
+    )
+    bits: Annotated[int, Field(ge=1, le=64)] = Field(description="bits per value")
+    bytes_per_param: PositiveFloat = Field(description="bytes per stored parameter, scales excluded")
     storage_overhead_bits_per_param: NonNegativeFloat = Field(
         0, description="extra bits per parameter for block scales etc. (e.g. NF4 double-quant 0.127)"
     )
-    exponent_bits: Annotated[int, Field(ge=0, le=16)] | None = None
-    mantissa_bits: Annotated[int, Field(ge=0, le=64)] | None = None
-    max_value: PositiveFloat | None = None
-    uses: list[PrecisionUse] = Field(min_length=1)
-    needs_loss_scaling: bool = False
+    exponent_bits: Annotated[int, Field(ge=0, le=16)] | None = Field(
+        None, description="exponent bits (floats)"
+    )
+    mantissa_bits: Annotated[int, Field(ge=0, le=64)] | None = Field(
+        None, description="mantissa (fraction) bits (floats)"
+    )
+    max_value: PositiveFloat | None = Field(None, description="largest finite value")
+    uses: list[PrecisionUse] = Field(
+        min_length=1,
+        description="where it is used: training, mixed-precision-training, inference, kv-cache, compute-only",
+    )
+    needs_loss_scaling: bool = Field(
+        False, description="training needs loss scaling to avoid gradient underflow"
+    )
     min_compute_capability: Annotated[str, StringConstraints(pattern=r"^\d{1,2}\.\d$")] | None = Field(
         None, description="lowest NVIDIA compute capability with native (tensor-core) support"
     )
-    native_architectures: list[Name] = Field(default_factory=list)
-    stability: Text
-    range_note: Text
+    native_architectures: list[Name] = Field(
+        default_factory=list, description="chip architectures with native support, e.g. Hopper"
+    )
+    stability: Text = Field(description="numerical behaviour in training and inference, in words")
+    range_note: Text = Field(description="range and precision, in words")
 
 
 class Stack(Entity):
     """A software platform an accelerator runs on: CUDA, ROCm, MPS, MLX, XLA, ..."""
 
-    name: Name
-    vendors: list[Vendor] = Field(min_length=1)
-    description: Text
+    name: Name = Field(description="display name")
+    vendors: list[Vendor] = Field(min_length=1, description="vendors whose accelerators it runs on")
+    description: Text = Field(description="what it is, what it is good for, and its limits")
 
 
 class OsStackSupport(Strict):
-    stack: EntityId
-    via: Literal["native", "wsl2"]
-    support: Literal["full", "limited", "experimental"]
-    note: Text | None = None
+    """How one software stack runs on an operating system."""
+
+    stack: EntityId = Field(description="software stack (stack id)")
+    via: Literal["native", "wsl2"] = Field(description="natively, or inside WSL2 on Windows")
+    support: Literal["full", "limited", "experimental"] = Field(description="full | limited | experimental")
+    note: Text | None = Field(None, description="what works and what does not")
 
 
 class Platform(Entity):
     """An operating system the user runs, and the GPU stacks it supports (and how)."""
 
-    name: Name
-    stacks: list[OsStackSupport] = Field(min_length=1)
-    caveats: list[Text] = Field(default_factory=list)
+    name: Name = Field(description="display name")
+    stacks: list[OsStackSupport] = Field(
+        min_length=1, description="software stacks usable from this OS, and how"
+    )
+    caveats: list[Text] = Field(default_factory=list, description="practical warnings for ML work on this OS")
 
 
 # --- Clouds ----------------------------------------------------------------------------------
@@ -208,45 +249,55 @@ ProviderKind = Literal["hyperscaler", "neocloud", "marketplace", "aggregator", "
 
 
 class Spot(Strict):
-    available: bool
-    note: Text | None = None
+    """Whether a provider rents spot (preemptible) capacity."""
+
+    available: bool = Field(description="spot capacity is offered")
+    note: Text | None = Field(None, description="terms, e.g. the preemption warning")
 
 
 class Billing(Strict):
-    increment: Literal["second", "minute", "hour", "month"]
-    minimum_minutes: Annotated[int, Field(ge=0)] = 0
-    note: Text | None = None
+    """How a provider bills rented time."""
+
+    increment: Literal["second", "minute", "hour", "month"] = Field(description="billing granularity")
+    minimum_minutes: Annotated[int, Field(ge=0)] = Field(
+        0, description="minimum billed time per start, minutes"
+    )
+    note: Text | None = Field(None, description="details and exceptions")
 
 
 class Provider(Entity):
     """A cloud that rents GPUs."""
 
-    name: Name
-    kind: ProviderKind
-    url: Url
+    name: Name = Field(description="display name")
+    kind: ProviderKind = Field(description="hyperscaler | neocloud | marketplace | aggregator | notebook")
+    url: Url = Field(description="home page")
     hosts: Literal["provider", "community", "mixed", "upstream"] = Field(
         description="who runs the machines: the provider, community hosts, or upstream clouds (aggregators)"
     )
-    spot: Spot
-    billing: Billing
+    spot: Spot = Field(description="spot (preemptible) capacity")
+    billing: Billing = Field(description="billing granularity and minimum")
     catalog_name: Name | None = Field(None, description="the cloud's name in the offer catalog snapshot")
 
 
 class Offer(Entity):
     """A provider's priced instance. Generated by `gpu-advisor kb import-catalog`; never hand-edited."""
 
-    provider: EntityId
-    instance_type: Name
-    gpu: EntityId
-    gpu_count: Annotated[int, Field(ge=1, le=1024)]
+    provider: EntityId = Field(description="the cloud renting it (provider id)")
+    instance_type: Name = Field(description="the provider's instance type")
+    gpu: EntityId = Field(description="the instance's accelerator (gpu id)")
+    gpu_count: Annotated[int, Field(ge=1, le=1024)] = Field(description="GPUs in one instance")
     interconnect: EntityId = Field(description="link between this instance's GPUs (interconnect id)")
-    vcpus: NonNegativeFloat | None = None
+    vcpus: NonNegativeFloat | None = Field(None, description="virtual CPUs per instance")
     memory_gib: NonNegativeFloat | None = Field(None, description="host RAM")
-    on_demand_usd_per_hour: NonNegativeFloat | None = None
-    spot_usd_per_hour: NonNegativeFloat | None = None
-    region_count: Annotated[int, Field(ge=0)]
-    regions: list[Name] = Field(default_factory=list)
-    as_of: date
+    on_demand_usd_per_hour: NonNegativeFloat | None = Field(
+        None, description="on-demand price of the whole instance, US dollars per hour"
+    )
+    spot_usd_per_hour: NonNegativeFloat | None = Field(
+        None, description="spot price of the whole instance, US dollars per hour"
+    )
+    region_count: Annotated[int, Field(ge=0)] = Field(description="regions that offer it")
+    regions: list[Name] = Field(default_factory=list, description="names of those regions, where known")
+    as_of: date = Field(description="date of the price snapshot")
 
     @model_validator(mode="after")
     def _has_a_price(self) -> Offer:
@@ -261,13 +312,22 @@ class Offer(Entity):
 class TransformerDims(Strict):
     """The core transformer sizes (config.json names), shared by the KB and the request."""
 
-    n_layers: Annotated[int, Field(ge=1, le=1000)]
-    hidden_size: Annotated[int, Field(ge=1, le=1_000_000)]
-    n_heads: Annotated[int, Field(ge=1, le=10_000)]
-    n_kv_heads: Annotated[int, Field(ge=1, le=10_000)]
-    head_dim: Annotated[int, Field(ge=1, le=10_000)]
-    intermediate_size: Annotated[int, Field(ge=1, le=10_000_000)]
-    vocab_size: Annotated[int, Field(ge=1, le=10_000_000)]
+    n_layers: Annotated[int, Field(ge=1, le=1000, description="transformer layers (num_hidden_layers)")]
+    hidden_size: Annotated[int, Field(ge=1, le=1_000_000, description="model width (hidden_size)")]
+    n_heads: Annotated[int, Field(ge=1, le=10_000, description="attention heads (num_attention_heads)")]
+    n_kv_heads: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=10_000,
+            description="key/value heads (num_key_value_heads); fewer than n_heads with GQA",
+        ),
+    ]
+    head_dim: Annotated[int, Field(ge=1, le=10_000, description="width of one attention head")]
+    intermediate_size: Annotated[
+        int, Field(ge=1, le=10_000_000, description="MLP inner width (intermediate_size)")
+    ]
+    vocab_size: Annotated[int, Field(ge=1, le=10_000_000, description="vocabulary size, tokens")]
 
     @model_validator(mode="after")
     def _grouped_query_attention(self) -> TransformerDims:
@@ -281,22 +341,30 @@ class Architecture(TransformerDims):
     and size activations and the KV cache."""
 
     mlp: Literal["gated", "dense"] = Field(description="gated: SwiGLU/GeGLU (3 matrices); dense: 2 matrices")
-    norm: Literal["rmsnorm", "layernorm"]
-    position_embedding: Literal["rope", "learned", "alibi", "relative"]
-    max_position_embeddings: Annotated[int, Field(ge=1)]
-    tie_word_embeddings: bool
+    norm: Literal["rmsnorm", "layernorm"] = Field(description="normalization: RMSNorm or LayerNorm")
+    position_embedding: Literal["rope", "learned", "alibi", "relative"] = Field(
+        description="position encoding (learned adds a position table)"
+    )
+    max_position_embeddings: Annotated[int, Field(ge=1)] = Field(
+        description="longest sequence the position encoding supports, tokens"
+    )
+    tie_word_embeddings: bool = Field(description="the output head shares the input embedding matrix")
     attention_bias: bool = Field(False, description="biases on the q, k and v projections")
     attention_output_bias: bool | None = Field(
         None, description="bias on the attention output projection (default: same as attention_bias)"
     )
-    mlp_bias: bool = False
+    mlp_bias: bool = Field(False, description="biases on the MLP projections")
     norms_per_layer: Annotated[int, Field(ge=0, le=8)] = Field(
         2,
         description="norm modules per layer: 2 for pre-LN (Llama), 4 for Gemma-2 (pre/post attn and MLP)",
     )
-    n_experts: Annotated[int, Field(ge=1)] | None = None
-    experts_per_token: Annotated[int, Field(ge=1)] | None = None
-    sliding_window: Annotated[int, Field(ge=1)] | None = None
+    n_experts: Annotated[int, Field(ge=1)] | None = Field(None, description="MoE: experts per layer")
+    experts_per_token: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="MoE: experts each token is routed to"
+    )
+    sliding_window: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="attention window on sliding-window layers, tokens"
+    )
     sliding_window_layers: Annotated[int, Field(ge=0)] | None = Field(
         None, description="layers that use the sliding window (Gemma-2: every other); default: all"
     )
@@ -319,18 +387,23 @@ class Architecture(TransformerDims):
 class Model(Entity):
     """A well-known model with its published size and architecture."""
 
-    name: Name
-    family: Name
-    kind: Literal["decoder", "encoder", "encoder-decoder", "cnn"]
+    name: Name = Field(description="display name")
+    family: Name = Field(description="model family, e.g. llama-3")
+    kind: Literal["decoder", "encoder", "encoder-decoder", "cnn"] = Field(
+        description="decoder | encoder | encoder-decoder | cnn"
+    )
     params_b: PositiveFloat = Field(description="published total parameters, billions")
     active_params_b: PositiveFloat | None = Field(
         None, description="MoE: published parameters used per token"
     )
     params_count: Annotated[int, Field(gt=0)] | None = Field(None, description="exact published count")
-    context_length: Annotated[int, Field(ge=1)] | None = None
-    release_year: Annotated[int, Field(ge=2010, le=2100)]
-    license: Name | None = None
-    architecture: Architecture | None = None
+    context_length: Annotated[int, Field(ge=1)] | None = Field(None, description="context window, tokens")
+    release_year: Annotated[int, Field(ge=2010, le=2100)] = Field(description="year of release")
+    license: Name | None = Field(None, description="license name")
+    architecture: Architecture | None = Field(
+        None,
+        description="published hyper-parameters; absent: layer sizes are estimated from the parameter count",
+    )
 
 
 KIND_MODELS: dict[str, type[Entity]] = {

@@ -7,9 +7,10 @@ the knowledge base (an unknown model or GPU id) happen where the KB is at hand.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic.config import JsonDict
 
 from engine.models.kb import TransformerDims
 
@@ -29,99 +30,266 @@ def _positive(upper: float, description: str) -> object:
     return Field(gt=0, le=upper, allow_inf_nan=False, description=description)
 
 
+def _parameters(description: str) -> object:
+    """A parameter count in billions: from 1,000 parameters (smaller is not a model, and the sizing
+    math would underflow) to 100 trillion."""
+    return Field(ge=MIN_PARAMS_B, le=100_000, allow_inf_nan=False, description=description)
+
+
+MIN_PARAMS_B = 1e-6
+
+
+def _not_both(a: str, a_schema: JsonDict, b: str, b_schema: JsonDict) -> JsonDict:
+    """JSON Schema for "not (`a` matches a_schema and `b` matches b_schema)"."""
+    return {"not": {"required": [a, b], "properties": {a: a_schema, b: b_schema}}}
+
+
+def _integral_floats_as_ints(cls: type[BaseModel], data: Any) -> Any:
+    """JSON Schema counts 8.0 as an integer; strict validation would not, so integral floats in
+    integer fields become ints first (8.5 stays a float and is rejected, naming the field)."""
+    if not isinstance(data, dict):
+        return data
+    return {
+        key: int(value)
+        if isinstance(value, float) and value.is_integer() and key in _integer_fields(cls)
+        else value
+        for key, value in data.items()
+    }
+
+
+def _integer_fields(cls: type[BaseModel]) -> frozenset[str]:
+    return frozenset(name for name, field in cls.model_fields.items() if _is_integer(field.annotation))
+
+
+def _is_integer(annotation: Any) -> bool:
+    """int, Annotated[int, ...], or either | None."""
+    if annotation is int:
+        return True
+    if get_origin(annotation) is Annotated:
+        return _is_integer(get_args(annotation)[0])
+    args = get_args(annotation)
+    return type(None) in args and any(_is_integer(arg) for arg in args if arg is not type(None))
+
+
 class RequestModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Base of the request models: unknown keys are rejected, values are not coerced (`false` is
+    not 0, "8" is not 8: what the JSON Schema says is what is accepted), instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _integral(cls, data: Any) -> Any:
+        return _integral_floats_as_ints(cls, data)
 
 
 class ArchitectureIn(TransformerDims):
     """Enables exact activation and KV-cache math when the model is not in the catalog."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _integral(cls, data: Any) -> Any:
+        return _integral_floats_as_ints(cls, data)
+
 
 class Serving(RequestModel):
+    """Traffic an inference service must handle; sizes the serving fleet."""
+
     requests_per_min: Annotated[float, _positive(1e9, "peak requests per minute")]
-    avg_input_tokens: Annotated[int, Field(ge=0, le=10_000_000)]
-    avg_output_tokens: Annotated[int, Field(ge=1, le=10_000_000)]
+    avg_input_tokens: Annotated[int, Field(ge=0, le=10_000_000, description="mean prompt tokens per request")]
+    avg_output_tokens: Annotated[
+        int, Field(ge=1, le=10_000_000, description="mean generated tokens per request")
+    ]
     latency_p95_s: Annotated[float, _positive(86_400, "95th-percentile latency target, seconds")] | None = (
-        None
+        Field(None, description="95th-percentile latency target, seconds")
     )
-    min_tokens_per_s_per_user: Annotated[float, _positive(1e6, "decode speed each user needs")] | None = None
+    min_tokens_per_s_per_user: Annotated[float, _positive(1e6, "decode speed each user needs")] | None = (
+        Field(None, description="decode speed each user needs, tokens per second")
+    )
 
 
 class Workload(RequestModel):
-    task: Task
+    """The job to size: what it does, the model, and how it runs."""
+
+    # What the validator below checks, stated in the JSON Schema too, so a schema-driven client
+    # (or tester) knows it: `model` or `params_b`; `serving` only with task inference.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["model"], "properties": {"model": {"type": "string"}}},
+                {"required": ["params_b"], "properties": {"params_b": {"type": "number"}}},
+            ],
+            "not": {
+                "required": ["serving"],
+                "properties": {"serving": {"type": "object"}, "task": {"not": {"const": "inference"}}},
+            },
+        }
+    )
+
+    task: Task = Field(description="inference | pretrain | full_finetune | lora | qlora")
     model: HardwareId | None = Field(None, description="KB model id; fills params and architecture")
-    params_b: Annotated[float, _positive(100_000, "total parameters, billions")] | None = None
-    active_params_b: (
-        Annotated[float, _positive(100_000, "MoE: parameters used per token, billions")] | None
-    ) = None
-    architecture: ArchitectureIn | None = None
+    params_b: Annotated[float, _parameters("total parameters, billions")] | None = Field(
+        None, description="total parameters, billions; required unless `model` is given"
+    )
+    active_params_b: Annotated[float, _parameters("MoE: parameters used per token, billions")] | None = Field(
+        None, description="MoE: parameters used per token, billions"
+    )
+    architecture: ArchitectureIn | None = Field(
+        None, description="layer sizes for exact activation and KV-cache math when the model is not in the KB"
+    )
     precision: WeightPrecision | None = Field(
         None, description="for training tasks fp16/bf16 mean mixed precision; absent: the engine chooses"
     )
-    kv_cache_precision: KvPrecision | None = None
-    optimizer: Optimizer = "adamw"
-    batch_size: Annotated[int, Field(ge=1, le=1_000_000)] = 1
-    seq_len: Annotated[int, Field(ge=1, le=10_000_000)] = 2048
-    gradient_checkpointing: bool | None = None
-    lora_rank: Annotated[int, Field(ge=1, le=4096)] = 16
-    training_tokens_b: Annotated[float, _positive(1e6, "tokens to train on, billions")] | None = None
-    job_hours: Annotated[float, _positive(1e6, "the job's wall-clock hours")] | None = None
-    serving: Serving | None = None
+    kv_cache_precision: KvPrecision | None = Field(
+        None, description="KV-cache format (inference); absent: 16-bit, or fp32 with fp32 weights"
+    )
+    optimizer: Optimizer = Field("adamw", description="training only: the optimizer whose states are sized")
+    batch_size: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
+        1, description="sequences in flight per step (inference: concurrent sequences)"
+    )
+    seq_len: Annotated[int, Field(ge=1, le=10_000_000)] = Field(
+        2048, description="tokens per sequence (prompt + generated)"
+    )
+    gradient_checkpointing: bool | None = Field(
+        None, description="training: recompute activations to save memory; absent: the engine decides"
+    )
+    lora_rank: Annotated[int, Field(ge=1, le=4096)] = Field(
+        16, description="LoRA adapter rank (lora/qlora only)"
+    )
+    training_tokens_b: Annotated[float, _positive(1e6, "tokens to train on, billions")] | None = Field(
+        None, description="tokens to train on, billions; gives training hours, GPU-hours and run cost"
+    )
+    job_hours: Annotated[float, _positive(1e6, "the job's wall-clock hours")] | None = Field(
+        None, description="the user's estimate of the job's wall-clock hours; gives run cost"
+    )
+    serving: Serving | None = Field(None, description="inference only: the traffic to serve")
 
     @model_validator(mode="after")
-    def _consistent(self) -> Workload:
+    def _sized(self) -> Workload:
         if self.model is None and self.params_b is None:
             raise ValueError("give `model` (a KB model id) or `params_b`")
-        if (
-            self.active_params_b is not None
-            and self.params_b is not None
-            and self.active_params_b > self.params_b
-        ):
-            raise ValueError("active_params_b cannot exceed params_b")
-        if self.serving is not None and self.task != "inference":
-            raise ValueError("`serving` applies to inference only")
         return self
+
+    # Checks between two fields sit on the later one, so a 422 names that field.
+    @field_validator("active_params_b")
+    @classmethod
+    def _active_within_total(cls, value: float | None, info: ValidationInfo) -> float | None:
+        total = info.data.get("params_b")
+        if value is not None and total is not None and value > total:
+            raise ValueError(f"active_params_b cannot exceed params_b ({total:g})")
+        return value
+
+    @field_validator("serving")
+    @classmethod
+    def _serving_is_inference(cls, value: Serving | None, info: ValidationInfo) -> Serving | None:
+        if value is not None and info.data.get("task", "inference") != "inference":
+            raise ValueError("`serving` applies to task inference only")
+        return value
 
 
 class HardwareCount(RequestModel):
-    gpu: HardwareId
-    count: Annotated[int, Field(ge=1, le=100_000)] = 1
+    """A number of GPUs of one kind."""
+
+    gpu: HardwareId = Field(description="KB gpu id")
+    count: Annotated[int, Field(ge=1, le=100_000)] = Field(1, description="how many of these GPUs")
 
 
 class Constraints(RequestModel):
-    budget_usd: Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)] | None = None
-    on_prem_only: bool = False
-    os: Os | None = None
-    acquisition: Literal["buy", "rent", "any"] = "any"
-    utilization_pct: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
-    hours_per_week: Annotated[float, Field(gt=0, le=168, allow_inf_nan=False)] | None = None
-    horizon_months: Annotated[float, Field(gt=0, le=240, allow_inf_nan=False)] = 36
-    interruptible: bool = False
-    providers: list[HardwareId] | None = Field(None, min_length=1, max_length=100)
-    vendors: list[RequestVendor] | None = Field(None, min_length=1)
-    max_gpus: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    gpu_count: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    parallelism: list[Parallelism] | None = Field(None, min_length=1)
-    availability_target_pct: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
-    existing_hardware: list[HardwareCount] = Field(default_factory=list, max_length=100)
-    target_hardware: HardwareCount | None = None
-    allow_quantization: bool = True
-    electricity_usd_per_kwh: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.12
-    deployment: Literal["workstation", "dense_rack"] | None = None
+    """What the hardware must respect, and the circumstances it will run in."""
 
-    @model_validator(mode="after")
-    def _consistent(self) -> Constraints:
-        if self.utilization_pct is not None and self.hours_per_week is not None:
-            raise ValueError("give utilization_pct or hours_per_week, not both")
-        if self.gpu_count is not None and self.max_gpus is not None and self.gpu_count > self.max_gpus:
-            raise ValueError("gpu_count cannot exceed max_gpus")
-        if self.on_prem_only and self.acquisition == "rent":
+    # The validator's exclusions, stated in the JSON Schema too (gpu_count <= max_gpus cannot be).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                _not_both("utilization_pct", {"type": "number"}, "hours_per_week", {"type": "number"}),
+                _not_both("on_prem_only", {"const": True}, "acquisition", {"const": "rent"}),
+            ]
+        }
+    )
+
+    budget_usd: Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)] | None = Field(
+        None, description="US dollars: capex when buying; total rental spend when renting"
+    )
+    on_prem_only: bool = Field(False, description="data may not leave owned hardware: no cloud")
+    os: Os | None = Field(None, description="the user's operating system")
+    acquisition: Literal["buy", "rent", "any"] = Field("any", description="buy, rent, or either")
+    utilization_pct: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = Field(
+        None, description="expected busy share of the horizon, percent"
+    )
+    hours_per_week: Annotated[float, Field(gt=0, le=168, allow_inf_nan=False)] | None = Field(
+        None, description="expected busy hours per week; alternative to utilization_pct"
+    )
+    horizon_months: Annotated[float, Field(ge=0.1, le=240, allow_inf_nan=False)] = Field(
+        36, description="depreciation and comparison horizon, months (at least 0.1: about 3 days)"
+    )
+    interruptible: bool = Field(False, description="the job checkpoints and tolerates spot preemption")
+    providers: list[HardwareId] | None = Field(
+        None, min_length=1, max_length=100, description="allow-list of KB provider ids"
+    )
+    vendors: list[RequestVendor] | None = Field(None, min_length=1, description="allow-list of GPU vendors")
+    max_gpus: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
+        None, description="cap on GPUs in one recommendation"
+    )
+    gpu_count: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
+        None, description="exactly this many GPUs (a fixed cluster or allocation)"
+    )
+    parallelism: list[Parallelism] | None = Field(
+        None, min_length=1, description="multi-GPU strategies already chosen, e.g. zero-3 or tensor-parallel"
+    )
+    availability_target_pct: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = Field(
+        None, description="serving availability target, percent, e.g. 99.9 (99 or more: no spot capacity)"
+    )
+    existing_hardware: list[HardwareCount] = Field(
+        default_factory=list, max_length=100, description="GPUs already owned (no capex)"
+    )
+    target_hardware: HardwareCount | None = Field(
+        None, description='hardware to check ("will it run on this?"); answered in target_fit'
+    )
+    allow_quantization: bool = Field(
+        True, description="false: keep the stated precision for weights and KV cache"
+    )
+    electricity_usd_per_kwh: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = Field(
+        0.12, description="electricity price, US dollars per kWh (power cost of owned hardware)"
+    )
+    deployment: Literal["workstation", "dense_rack"] | None = Field(
+        None, description="where owned hardware will run: a workstation or a dense server rack"
+    )
+
+    # Checks between two fields sit on the later one, so a 422 names that field.
+    @field_validator("acquisition")
+    @classmethod
+    def _private_is_not_rented(cls, value: str, info: ValidationInfo) -> str:
+        if value == "rent" and info.data.get("on_prem_only"):
             raise ValueError("on_prem_only rules out acquisition: rent")
-        return self
+        return value
+
+    @field_validator("hours_per_week")
+    @classmethod
+    def _one_measure_of_use(cls, value: float | None, info: ValidationInfo) -> float | None:
+        if value is not None and info.data.get("utilization_pct") is not None:
+            raise ValueError("give utilization_pct or hours_per_week, not both")
+        return value
+
+    @field_validator("gpu_count")
+    @classmethod
+    def _count_within_cap(cls, value: int | None, info: ValidationInfo) -> int | None:
+        cap = info.data.get("max_gpus")
+        if value is not None and cap is not None and value > cap:
+            raise ValueError(f"gpu_count cannot exceed max_gpus ({cap})")
+        return value
 
 
 class RecommendRequest(RequestModel):
-    workload: Workload
-    constraints: Constraints = Field(default_factory=Constraints)
-    objective: Literal["cheapest", "fastest", "balanced"] = "balanced"
-    top_k: Annotated[int, Field(ge=1, le=20)] = 5
+    """Body of `POST /recommend`: the workload, the constraints, and what to optimize for."""
+
+    workload: Workload = Field(description="the job to run")
+    constraints: Constraints = Field(
+        default_factory=Constraints,
+        description="budget, OS, acquisition, allow-lists, owned and target hardware",
+    )
+    objective: Literal["cheapest", "fastest", "balanced"] = Field(
+        "balanced", description="ranking objective: cheapest, fastest, or balanced (value for money)"
+    )
+    top_k: Annotated[int, Field(ge=1, le=20)] = Field(5, description="most recommendations to return")

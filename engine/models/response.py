@@ -15,30 +15,34 @@ Pricing = Literal["owned", "on_demand", "spot"]
 
 
 class ResponseModel(BaseModel):
+    """Base of the response models: no extra keys, and instances are immutable."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class JobMemory(ResponseModel):
     """The whole job's memory before sharding, GB."""
 
-    weights_gb: float
-    gradients_gb: float
-    optimizer_gb: float
-    activations_gb: float
-    kv_cache_gb: float
-    overhead_gb: float
-    total_gb: float
+    weights_gb: float = Field(description="model weights, GB")
+    gradients_gb: float = Field(description="gradients (training), GB")
+    optimizer_gb: float = Field(description="optimizer states plus fp32 master weights (training), GB")
+    activations_gb: float = Field(description="stored activations and logits (training), GB")
+    kv_cache_gb: float = Field(description="KV cache (inference), GB")
+    overhead_gb: float = Field(
+        description="runtime overhead: 20% of the weights (inference) or the CUDA context (training), GB"
+    )
+    total_gb: float = Field(description="sum of the parts above, GB")
 
 
 class Requirements(ResponseModel):
     """The workload before any hardware is chosen."""
 
-    params_b: float
+    params_b: float = Field(description="total parameters, billions")
     active_params_b: float | None = Field(None, description="MoE: parameters used per token, billions")
-    precision: str
-    method: str
-    memory: JobMemory
-    bound: Bound
+    precision: str = Field(description="weights precision the sizing assumes (nf4 for qlora)")
+    method: str = Field(description="the requested task: inference | pretrain | full_finetune | lora | qlora")
+    memory: JobMemory = Field(description="the whole job's memory before sharding, GB")
+    bound: Bound = Field(description="what limits speed: memory_bandwidth | compute | interconnect")
     required_tokens_per_s: float | None = Field(None, description="serving demand, when `serving` was given")
     architecture_source: Literal["kb-model", "request", "estimated"] = Field(
         description="where the layer sizes behind activations and KV cache came from"
@@ -48,18 +52,26 @@ class Requirements(ResponseModel):
 class GpuMemory(ResponseModel):
     """Memory on each GPU after sharding, GB."""
 
-    per_gpu_gb: float
+    per_gpu_gb: float = Field(description="memory each GPU needs, GB")
     headroom_pct: float = Field(description="share of the GPU's memory left free")
-    fits: bool
-    weights_per_gpu_gb: float
-    gradients_per_gpu_gb: float
-    optimizer_per_gpu_gb: float
-    activations_per_gpu_gb: float
-    kv_cache_per_gpu_gb: float
-    overhead_per_gpu_gb: float
+    fits: bool = Field(description="the plan fits each GPU's memory less the headroom kept free")
+    weights_per_gpu_gb: float = Field(description="model weights on each GPU, GB")
+    gradients_per_gpu_gb: float = Field(description="gradients on each GPU (training), GB")
+    optimizer_per_gpu_gb: float = Field(
+        description="optimizer states plus fp32 master weights on each GPU (training), GB"
+    )
+    activations_per_gpu_gb: float = Field(
+        description="stored activations and logits on each GPU (training), GB"
+    )
+    kv_cache_per_gpu_gb: float = Field(description="KV cache on each GPU (inference), GB")
+    overhead_per_gpu_gb: float = Field(
+        description="runtime overhead on each GPU: 20% of its weights (inference) or the CUDA context, GB"
+    )
 
 
 class Throughput(ResponseModel):
+    """Estimated speed of one recommendation."""
+
     tokens_per_s: float = Field(description="per sequence when decoding; per replica when training")
     aggregate_tokens_per_s: float = Field(description="all sequences and replicas together")
     max_concurrent_sequences: int | None = Field(None, description="inference: sequences the KV cache holds")
@@ -67,12 +79,20 @@ class Throughput(ResponseModel):
 
 
 class Cost(ResponseModel):
-    capex_usd: float
+    """What one recommendation costs, US dollars."""
+
+    capex_usd: float = Field(description="purchase price of the GPUs bought (0 when rented or owned)")
     hourly_usd: float = Field(description="running cost per busy hour: rent, or power when owned")
     monthly_usd: float = Field(description="running cost per month at the stated use")
-    cost_per_1m_tokens_usd: float | None
-    gpu_hours: float | None
-    run_cost_usd: float | None
+    cost_per_1m_tokens_usd: float | None = Field(
+        description="horizon cost per million tokens processed at the stated use"
+    )
+    gpu_hours: float | None = Field(
+        description="GPU-hours of one run, when its length is known (training_tokens_b or job_hours)"
+    )
+    run_cost_usd: float | None = Field(
+        description="cost of one run when its length is known: rent, or depreciation and power when bought"
+    )
     break_even_hours: float | None = Field(description="hours of use after which owning beats renting")
     horizon_cost_usd: float = Field(
         description="total cost of this option over the horizon at the stated use"
@@ -83,84 +103,116 @@ class Cost(ResponseModel):
 
 
 class Recommendation(ResponseModel):
-    rank: int
-    score: float
-    gpu: str
-    gpu_name: str
-    gpu_count: int
-    nodes: int
-    vram_per_gpu_gb: float
-    interconnect: str
-    platform: str
-    os_path: str
-    acquisition: Acquisition
-    provider: str | None
-    instance_type: str | None
-    pricing: Pricing
+    """One hardware option with its plan, memory, speed, cost and justification."""
+
+    rank: int = Field(description="position in the list, 1 = best")
+    score: float = Field(
+        description="ranking score for the objective (higher is better), including rule preference weights"
+    )
+    gpu: str = Field(description="KB gpu id")
+    gpu_name: str = Field(description="marketing name of the GPU")
+    gpu_count: int = Field(description="all GPUs in the recommendation (all replicas, all nodes)")
+    nodes: int = Field(description="machines the GPUs are spread over")
+    vram_per_gpu_gb: float = Field(description="memory of each GPU the job can use, GB")
+    interconnect: str = Field(
+        description="link between the GPUs: nvlink | nvswitch | pcie | infiniband | unified | none"
+    )
+    platform: str = Field(description="software stack it runs on: cuda | rocm | mps | cpu | ...")
+    os_path: str = Field(description="how it runs from the user's OS, e.g. wsl2 on Windows; rented: linux")
+    acquisition: Acquisition = Field(description="buy | rent | owned (already owned hardware)")
+    provider: str | None = Field(description="cloud provider id when rented")
+    instance_type: str | None = Field(description="the provider's instance type when rented")
+    pricing: Pricing = Field(description="owned | on_demand | spot")
     price_kind: str = Field(description="new | used | estimate | msrp (buy), on_demand | spot, owned")
-    precision: str
-    method: str
-    parallelism: list[str]
-    tp_degree: int
-    offload: bool
-    memory: GpuMemory
-    throughput: Throughput
-    cost: Cost
-    why: str
-    trace_steps: list[int]
-    citations: list[str]
+    precision: str = Field(
+        description="weights format proposed; may differ from the request, with a reason in why"
+    )
+    method: str = Field(
+        description="method proposed (e.g. qlora instead of full_finetune); may differ from the request, "
+        "with a reason in why"
+    )
+    parallelism: list[str] = Field(
+        description="multi-GPU strategies used, empty on one GPU: replicas | ddp | zero-3 | "
+        "fsdp-full-shard | tensor-parallel | pipeline-parallel | offload"
+    )
+    tp_degree: int = Field(description="GPUs each copy of the weights is split over by tensor parallelism")
+    offload: bool = Field(description="optimizer states and master weights live in host memory")
+    memory: GpuMemory = Field(description="memory per GPU, after sharding")
+    throughput: Throughput = Field(description="estimated speed")
+    cost: Cost = Field(description="costs at the stated use over the horizon")
+    why: str = Field(description="plain-language justification for this option")
+    trace_steps: list[int] = Field(description="steps of `trace` that produced this option")
+    citations: list[str] = Field(description="sources of the rules behind this option (URL or document name)")
 
 
 class Rejected(ResponseModel):
-    gpu: str
-    gpu_count: int
-    acquisition: Acquisition
-    provider: str | None = None
-    reason: str
-    rule: str
+    """A notable option ruled out, with the rule that did it."""
+
+    gpu: str = Field(description="KB gpu id")
+    gpu_count: int = Field(description="GPUs in the option")
+    acquisition: Acquisition = Field(description="buy | rent | owned")
+    provider: str | None = Field(None, description="cloud provider id when rented")
+    reason: str = Field(description="why it was ruled out")
+    rule: str = Field(description="id of the rule that ruled it out (`memory` when no layout fits)")
 
 
 class TargetFit(ResponseModel):
-    gpu: str
-    count: int
-    fits: bool
-    per_gpu_gb: float
-    vram_per_gpu_gb: float
-    why: str
-    alternatives: list[str]
+    """Whether the job runs on `constraints.target_hardware`, and ways to make it run."""
+
+    gpu: str = Field(description="KB gpu id of the target")
+    count: int = Field(description="number of target GPUs")
+    fits: bool = Field(
+        description="the requested method and precision fit each GPU's memory less the headroom kept free"
+    )
+    per_gpu_gb: float = Field(description="least memory per GPU the job needs as asked, GB")
+    vram_per_gpu_gb: float = Field(description="memory of each target GPU the job can use, GB")
+    why: str = Field(description="the verdict in words, with ways to make it run when it does not fit")
+    alternatives: list[str] = Field(
+        description="what fits: another method, lower-precision weights, offload, parallelism, more GPUs"
+    )
 
 
 class TraceStep(ResponseModel):
-    step: int
-    rule: str
-    title: str
-    matched: dict[str, Scalar]
-    derived: dict[str, Scalar]
-    message: str
-    citations: list[str]
+    """One rule firing in the forward-chaining record."""
+
+    step: int = Field(description="firing order, from 1")
+    rule: str = Field(description="id of the rule that fired")
+    title: str = Field(description="the rule's title")
+    matched: dict[str, Scalar] = Field(description="facts the rule's condition read, with their values")
+    derived: dict[str, Scalar] = Field(description="facts the rule derived")
+    message: str = Field(description="the rule's messages, with fact values filled in")
+    citations: list[str] = Field(description="the rule's sources (URL or document name)")
 
 
 class Relaxation(ResponseModel):
     """The cheapest way out of an infeasible request: the constraint to relax and what it buys."""
 
-    constraint: str
-    rule: str
-    message: str
+    constraint: str = Field(
+        description="the request constraint to relax, e.g. constraints.budget_usd (else the rule id)"
+    )
+    rule: str = Field(description="id of the rule whose filter the constraint drives")
+    message: str = Field(description="the cheapest option once relaxed: hardware, plan and spend")
 
 
 class RecommendResponse(ResponseModel):
-    request_id: str
-    kb_version: str
-    prices_as_of: str
-    feasible: bool
-    summary: str
-    requirements: Requirements
-    recommendations: list[Recommendation]
-    rejected: list[Rejected]
-    target_fit: TargetFit | None = None
-    trace: list[TraceStep]
-    warnings: list[str]
-    assumptions: dict[str, float | str]
+    """Body of a `POST /recommend` answer (200), feasible or not."""
+
+    request_id: str = Field(description="unique per call")
+    kb_version: str = Field(description="content hash of the knowledge base and rules in use")
+    prices_as_of: str = Field(description="date of the price snapshot used (ISO date), or 'unknown'")
+    feasible: bool = Field(description="at least one option meets every hard constraint")
+    summary: str = Field(description="1-3 sentences a chat bot can post as-is")
+    requirements: Requirements = Field(description="the workload, before any hardware is chosen")
+    recommendations: list[Recommendation] = Field(description="best first; at most top_k")
+    rejected: list[Rejected] = Field(description="notable options ruled out, with the rule that did it")
+    target_fit: TargetFit | None = Field(
+        None, description="present when constraints.target_hardware was given"
+    )
+    trace: list[TraceStep] = Field(description="forward-chaining record, in firing order")
+    warnings: list[str] = Field(description="cautions from the rules and the sizing")
+    assumptions: dict[str, float | str] = Field(
+        description="conventions behind the numbers (name: value), stated once"
+    )
     relaxation: Relaxation | None = Field(
         None, description="when infeasible: the cheapest constraint to relax"
     )

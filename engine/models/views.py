@@ -16,7 +16,7 @@ class GpuSummary(BaseModel):
 
     id: str = Field(description="KB gpu id")
     name: str = Field(description="marketing name")
-    vendor: Vendor
+    vendor: Vendor = Field(description="maker: nvidia | amd | intel | apple | google | generic")
     memory_gb: float = Field(description="memory per device, GB (1e9 bytes); unified memory for Apple")
     memory_bandwidth_gbs: float = Field(description="memory bandwidth, GB/s")
     platform: str = Field(description="primary software stack: cuda | rocm | mps | xla | synapseai | cpu")
@@ -38,15 +38,21 @@ class GpuSummary(BaseModel):
 
 
 class Health(BaseModel):
+    """Body of `GET /healthz`."""
+
     status: Literal["ok"] = Field(description="the service is up with a valid knowledge base")
     kb_version: str = Field(description="content hash of the knowledge base in use")
 
 
 class Version(BaseModel):
+    """Body of `GET /version`."""
+
     version: str = Field(description="gpu-advisor version")
     kb_version: str = Field(description="content hash of the knowledge base in use")
     prices_as_of: str | None = Field(description="newest `as_of` date of the offers in use (ISO date)")
 
 
 class ErrorDetail(BaseModel):
+    """Error body of a failed request, e.g. a 404 for an unknown id."""
+
     detail: str = Field(description="what went wrong, naming the id or field")

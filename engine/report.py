@@ -1,0 +1,125 @@
+"""A response as a person at a terminal reads it: the summary, a ranked table, each option's why,
+the warnings and, on request, the rule trace. Rendering only; every figure comes from the response."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from engine.models.response import Recommendation, RecommendResponse
+
+BRAND_WORDS = frozenset({"NVIDIA", "GeForce", "AMD", "Radeon", "Instinct", "Intel", "Apple"})
+
+
+def render(response: RecommendResponse, *, show_trace: bool = False) -> Group:
+    parts: list[RenderableType] = [Text(response.summary, style="bold"), Text("")]
+    if response.recommendations:
+        parts += [options_table(response), Text(""), *why_lines(response)]
+    else:
+        parts += infeasible_lines(response)
+    if response.warnings:
+        parts += [Text(""), Text("Warnings", style="bold yellow")]
+        parts += [Text(f"  - {warning}") for warning in response.warnings]
+    if show_trace:
+        parts += [Text(""), trace_table(response)]
+    parts.append(Text(f"\nkb {response.kb_version} · prices as of {response.prices_as_of}", style="dim"))
+    return Group(*parts)
+
+
+def options_table(response: RecommendResponse) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
+    table.add_column("#", justify="right")
+    table.add_column("GPUs", ratio=3)
+    table.add_column("Get", ratio=2)
+    table.add_column("Plan", ratio=2)
+    for name in ("GB/GPU", "tok/s", "Cost", "Horizon"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for option in response.recommendations:
+        table.add_row(
+            str(option.rank),
+            f"{option.gpu_count} x {short_name(option.gpu_name)}",
+            _acquired(option),
+            _plan(option),
+            f"{option.memory.per_gpu_gb:.1f}/{option.vram_per_gpu_gb:g}",
+            f"{option.throughput.tokens_per_s:,.0f}",
+            _price(option),
+            _usd(option.cost.horizon_cost_usd),
+        )
+    return table
+
+
+def short_name(name: str) -> str:
+    """A GPU's name without the vendor's brand words, which the table has no room for."""
+    words = [word for word in name.split() if word not in BRAND_WORDS]
+    return " ".join(words) or name
+
+
+def why_lines(response: RecommendResponse) -> list[RenderableType]:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column()
+    for option in response.recommendations:
+        grid.add_row(f"{option.rank}.", option.why)
+    return [Text("Why", style="bold"), grid]
+
+
+def infeasible_lines(response: RecommendResponse) -> list[Text]:
+    lines: list[Text] = []
+    if response.relaxation is not None:
+        lines.append(Text(f"To make it feasible: {response.relaxation.message}"))
+    if response.rejected:
+        lines.append(Text("Ruled out", style="bold"))
+        for rejected in response.rejected:
+            lines.append(
+                Text(f"  - {rejected.gpu_count} x {rejected.gpu} ({rejected.acquisition}): {rejected.reason}")
+            )
+    return lines
+
+
+def trace_table(response: RecommendResponse) -> Table:
+    table = Table(title="Trace (rules in firing order)", title_justify="left", header_style="bold")
+    table.add_column("Step", justify="right")
+    table.add_column("Rule")
+    table.add_column("Matched")
+    table.add_column("Said")
+    for step in response.trace:
+        matched = ", ".join(f"{name}={value}" for name, value in step.matched.items())
+        table.add_row(str(step.step), step.rule, matched, step.message)
+    return table
+
+
+def print_response(response: RecommendResponse, *, show_trace: bool, console: Console | None = None) -> None:
+    (console or Console()).print(render(response, show_trace=show_trace))
+
+
+def _acquired(option: Recommendation) -> str:
+    if option.acquisition == "rent":
+        spot = " spot" if option.pricing == "spot" else ""
+        return f"rent{spot} {option.provider} {option.instance_type or ''}".rstrip()
+    if option.acquisition == "owned":
+        return "owned"
+    return f"buy {option.price_kind}"
+
+
+def _plan(option: Recommendation) -> str:
+    words = [option.precision, *option.parallelism]
+    if option.method != "inference":
+        words.insert(0, option.method)
+    if option.tp_degree > 1 and "tensor-parallel" not in option.parallelism:
+        words.append(f"tp{option.tp_degree}")
+    return " ".join(words)
+
+
+def _price(option: Recommendation) -> str:
+    """What the option costs in the unit it is paid in: up front when bought, per hour when rented."""
+    if option.acquisition == "rent":
+        return f"{_usd(option.cost.hourly_usd, cents=True)}/h"
+    if option.acquisition == "owned":
+        return "owned"
+    return _usd(option.cost.capex_usd)
+
+
+def _usd(value: float, *, cents: bool = False) -> str:
+    return f"${value:,.2f}" if cents else f"${value:,.0f}"
