@@ -1,0 +1,126 @@
+"""`gpu-advisor recommend`: flags or a request file in, a ranked table with the why (or the
+contract's JSON) out; bad input is a message naming the field, exit status 2, no traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli import EXIT_OK, EXIT_USAGE, main
+from engine.models.response import RecommendResponse
+from engine.paths import PROJECT_ROOT
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["recommend", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_flags_give_a_ranked_table_with_the_why(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["--params-b", "7", "--task", "inference", "--top-k", "3"], capsys)
+    assert code == EXIT_OK
+    assert "GB/GPU" in out and "Horizon" in out
+    why = out[out.index("Why") :]
+    for rank in ("1.", "2.", "3."):
+        assert rank in why
+    assert "4." not in why
+    assert "For serving a 7B-parameter model" in out  # the summary comes first
+
+
+def test_json_is_the_contract_response(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        ["--model", "llama-3-1-8b", "--task", "qlora", "--acquisition", "rent", "--json"], capsys
+    )
+    assert code == EXIT_OK
+    response = RecommendResponse.model_validate_json(out)
+    assert response.feasible and response.recommendations
+    assert all(r.acquisition == "rent" and r.method == "qlora" for r in response.recommendations)
+
+
+def test_a_request_file_with_flags_on_top(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    request = tmp_path / "job.yaml"
+    request.write_text(
+        "workload:\n  task: lora\n  model: llama-3-1-8b\n  batch_size: 4\n"
+        "constraints:\n  on_prem_only: true\n"
+    )
+    code, out, _ = run([str(request), "--top-k", "2", "--json"], capsys)
+    assert code == EXIT_OK
+    response = RecommendResponse.model_validate_json(out)
+    assert len(response.recommendations) == 2
+    assert all(r.acquisition != "rent" for r in response.recommendations)  # the file's constraint held
+
+
+def test_a_json_request_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    golden = PROJECT_ROOT / "tests" / "golden" / "budget-too-small.request.json"
+    code, out, _ = run([str(golden)], capsys)
+    assert code == EXIT_OK
+    assert "To make it feasible" in out and "Ruled out" in out
+
+
+def test_trace_lists_the_rules_that_fired(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["--params-b", "7", "--task", "inference", "--on-prem-only", "--trace"], capsys)
+    assert code == EXIT_OK
+    assert "Trace" in out and "privacy" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--params-b", "-3", "--task", "inference"], "workload.params_b"),
+        (["--task", "inference"], "params_b"),
+        (["--model", "gpt-7", "--task", "inference"], "workload.model"),
+        (
+            ["--params-b", "7", "--task", "inference", "--target", "rtx-9090"],
+            "constraints.target_hardware.gpu",
+        ),
+        (["--params-b", "7", "--task", "inference", "--providers", "aws,acme"], "constraints.providers.1"),
+        (["--params-b", "7", "--task", "inference", "--owned", "nvidia-rtx-4090:two"], "GPU:COUNT"),
+        (["--params-b", "7", "--task", "inference", "--max-gpus", "2", "--gpu-count", "4"], "gpu_count"),
+    ],
+)
+def test_bad_input_names_the_field(argv: list[str], named: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(argv, capsys)
+    assert code == EXIT_USAGE
+    assert named in err and "Traceback" not in err
+    assert out == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("broken.yaml", "workload: [unclosed\n", "broken.yaml:"),
+        ("list.yaml", "- 1\n- 2\n", "mapping"),
+        ("empty.json", "", "empty"),
+        ("alias.yaml", "a: &x 1\nb: *x\n", "anchors"),
+    ],
+)
+def test_a_bad_request_file_is_a_message(
+    tmp_path: Path, name: str, text: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    code, _, err = run([str(path)], capsys)
+    assert code == EXIT_USAGE
+    assert message in err and "Traceback" not in err
+
+
+def test_a_missing_request_file_is_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run([str(tmp_path / "nope.yaml")], capsys)
+    assert code == EXIT_USAGE and "nope.yaml: cannot read it" in err
+
+
+def test_the_console_script_answers_as_a_whole_process() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "recommend", "--params-b", "7", "--task", "inference", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["feasible"] is True
