@@ -20,8 +20,8 @@ from engine.economics import Costs, Usage, costs, spend, usage
 from engine.memory import Breakdown, Layout, Split, per_gpu
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
-from engine.performance import Speed, inference_speed, training_speed
-from engine.policy import Policy, matches
+from engine.performance import Links, Speed, inference_speed, training_speed
+from engine.policy import PLAN_ATTRIBUTES, Policy
 from engine.sizing import GB
 from engine.workload import Job
 
@@ -30,6 +30,9 @@ PRECISION_ORDER = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 TRAINING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 SHARDED_NAMES = ("zero-3", "fsdp-full-shard")
 PROVIDER_ATTRIBUTES = frozenset({"provider", "provider_hosts", "provider_allowed"})
+EARLY_ATTRIBUTES = frozenset({"gpu_count", "within_max_gpus", "matches_gpu_count", "within_budget"})
+"""Plan attributes that can be known before sizing: the GPU count (unless a serving fleet may add
+copies of the option) and, for a bought or owned option, whether its capex is within the budget."""
 MEMORY_RULE = "memory"
 """Rejections for memory name the rule that requires `fits`, or this when no rule does."""
 
@@ -93,8 +96,30 @@ class Planner:
         self.plan_filters = tuple(f for f in policy.filters if f.per_plan)
         required = facts.get("sizing.required_tokens_per_s")
         self.required_tps = None if required is None else _number(required)
+        # Without a serving fleet (no copies), the GPU count and a bought or owned option's spend
+        # are known before sizing: filters on them alone (a fixed gpu_count, a budget) screen early.
+        self.early_filters = (
+            tuple(
+                (f, frozenset(f.where) & PLAN_ATTRIBUTES)
+                for f in self.plan_filters
+                if set(f.where) & PLAN_ATTRIBUTES <= EARLY_ATTRIBUTES
+            )
+            if self.required_tps is None
+            else ()
+        )
         self._memory: dict[Layout, Breakdown] = {}
+        self._speeds: dict[tuple[str, Layout, Links, int], Speed | None] = {}
         self._fitting: dict[tuple[int, int, float], tuple[list[Spec], float]] = {}
+        self._sized: dict[tuple[int, int], tuple[list[tuple[Spec, float]], float]] = {}
+
+    def without(self, rule: str) -> Planner:
+        """This planner with one rule's filters lifted. Sizing does not depend on filters, so the
+        memory, layout and speed caches are shared (what makes the infeasibility search cheap)."""
+        relaxed = Planner(self.job, self.policy.without(rule), self.request)
+        relaxed.rent_rates, relaxed.buy_prices = self.rent_rates, self.buy_prices
+        relaxed._memory, relaxed._sized, relaxed._fitting = self._memory, self._sized, self._fitting
+        relaxed._speeds = self._speeds
+        return relaxed
 
     # --- plan space ----------------------------------------------------------------------------
 
@@ -157,20 +182,37 @@ class Planner:
             found = self._memory[layout] = per_gpu(self.job, layout)
         return found
 
+    def speed(self, option: Option, layout: Layout) -> Speed | None:
+        """Tokens/s of a layout on an option's GPUs; the same for every offer and price of them."""
+        key = (option.gpu.id, layout, option.links, option.nodes)
+        if key in self._speeds:
+            return self._speeds[key]
+        if layout.method == "inference":
+            speed = inference_speed(self.job, option.gpu, layout, option.links)
+        else:
+            speed = training_speed(self.job, option.gpu, layout, option.links, nodes=option.nodes)
+        self._speeds[key] = speed
+        return speed
+
     def fitting(self, count: int, per_node: int, capacity_gb: float) -> tuple[list[Spec], float]:
         """Specs that fit `capacity_gb` per GPU less the headroom, in preference order, and the least
         memory per GPU any spec needs (bytes)."""
         key = (count, per_node, capacity_gb)
         found = self._fitting.get(key)
         if found is None:
+            sized, least = self._sized_specs(count, per_node)
             usable = capacity_gb * GB * (1 - self.headroom)
-            specs, least = [], float("inf")
-            for spec in self.specs(count, per_node):
-                total = self.memory(spec.layout).total
-                least = min(least, total)
-                if total <= usable:
-                    specs.append(spec)
-            found = self._fitting[key] = (specs, least)
+            found = self._fitting[key] = ([spec for spec, total in sized if total <= usable], least)
+        return found
+
+    def _sized_specs(self, count: int, per_node: int) -> tuple[list[tuple[Spec, float]], float]:
+        """Every spec for this many GPUs with its memory per GPU (bytes), and the least of those."""
+        key = (count, per_node)
+        found = self._sized.get(key)
+        if found is None:
+            sized = [(spec, self.memory(spec.layout).total) for spec in self.specs(count, per_node)]
+            least = min((total for _, total in sized), default=float("inf"))
+            found = self._sized[key] = (sized, least)
         return found
 
     # --- one option ----------------------------------------------------------------------------
@@ -180,7 +222,24 @@ class Planner:
         for rule_filter in self.option_filters:
             if rule_filter.rejects(option.attrs):
                 return Rejection(option, rule_filter.rule, rule_filter.message)
+        if self.early_filters:
+            known = self._count_attrs(option.count)
+            if option.acquisition != "rent":  # spend is the capex (0 when owned), whatever the plan
+                budget = self.request.constraints.budget_usd
+                known["within_budget"] = budget is None or option.capex_usd <= budget
+            attrs = {**option.attrs, **known}
+            for rule_filter, reads in self.early_filters:
+                if reads <= known.keys() and rule_filter.rejects(attrs):
+                    return Rejection(option, rule_filter.rule, rule_filter.message)
         return None
+
+    def _count_attrs(self, gpus: int) -> dict[str, Scalar]:
+        c = self.request.constraints
+        return {
+            "within_max_gpus": c.max_gpus is None or gpus <= c.max_gpus,
+            "matches_gpu_count": c.gpu_count is None or gpus == c.gpu_count,
+            "gpu_count": gpus,
+        }
 
     def plan(self, option: Option) -> Candidate | Rejection | None:
         """The option's plan, why it has none, or None when nothing can run on it for reasons that
@@ -211,10 +270,7 @@ class Planner:
 
     def _try(self, option: Option, spec: Spec, capacity: float) -> Candidate | Rejection | None:
         layout, job = spec.layout, self.job
-        if layout.method == "inference":
-            speed = inference_speed(job, option.gpu, layout, option.links)
-        else:
-            speed = training_speed(job, option.gpu, layout, option.links, nodes=option.nodes)
+        speed = self.speed(option, layout)
         if speed is None:
             return None
         copies = 1
@@ -235,7 +291,7 @@ class Planner:
             if rule_filter.rejects(attrs):
                 return Rejection(option, rule_filter.rule, rule_filter.message)
         memory = self.memory(layout)
-        matched = [p for p in self.policy.preferences if matches(p.where, attrs)]
+        matched = [p for p in self.policy.preferences if p.holds_for(attrs)]
         return Candidate(
             option=option,
             spec=spec,
@@ -286,9 +342,7 @@ class Planner:
                 "strategy_allowed": c.parallelism is None
                 or spec.strategy in ("single", "replicas")
                 or spec.strategy in c.parallelism,
-                "within_max_gpus": c.max_gpus is None or gpus <= c.max_gpus,
-                "matches_gpu_count": c.gpu_count is None or gpus == c.gpu_count,
-                "gpu_count": gpus,
+                **self._count_attrs(gpus),
             }
         )
         return MappingProxyType(attrs)

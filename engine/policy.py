@@ -8,13 +8,17 @@ preferences are sets, suggestions are tried in a fixed order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from engine.models.rule import CandidateAttribute, Comparisons, Rule, Scalar
 from engine.refengine import Facts, Outcome, compare, render
 
 Where = Mapping[CandidateAttribute, Scalar | Comparisons]
+Test = tuple[str, str, Any]
+"""One compiled comparison of a `where`: (attribute, operator, operand)."""
+OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in")
 
 PLAN_ATTRIBUTES = frozenset(
     {
@@ -46,13 +50,17 @@ class Filter:
     """require: keep candidates that match; exclude: drop them"""
     where: Where
     message: str
+    tests: tuple[Test, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:  # compiled once: filters run on every option of a request
+        object.__setattr__(self, "tests", compile_where(self.where))
 
     @property
     def per_plan(self) -> bool:
         return any(name in PLAN_ATTRIBUTES for name in self.where)
 
     def rejects(self, attrs: Mapping[str, Scalar]) -> bool:
-        return matches(self.where, attrs) != self.keep_matching
+        return passes(self.tests, attrs) != self.keep_matching
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,13 @@ class Preference:
     where: Where
     weight: float
     message: str
+    tests: tuple[Test, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tests", compile_where(self.where))
+
+    def holds_for(self, attrs: Mapping[str, Scalar]) -> bool:
+        return passes(self.tests, attrs)
 
 
 @dataclass(frozen=True)
@@ -106,16 +121,26 @@ class Policy:
 
 def matches(where: Where, attrs: Mapping[str, Scalar]) -> bool:
     """Every attribute listed matches (a value means `eq`); a missing attribute matches nothing."""
+    return passes(compile_where(where), attrs)
+
+
+def compile_where(where: Where) -> tuple[Test, ...]:
+    """A `where` as flat (attribute, operator, operand) tests, in the order written."""
+    tests: list[Test] = []
     for name, test in where.items():
-        if name not in attrs:
-            return False
-        value = attrs[name]
         if isinstance(test, Comparisons):
-            for op in ("eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in"):
+            for op in OPERATORS:
                 operand = getattr(test, "in_" if op == "in" else op)
-                if operand is not None and not compare(op, value, operand):
-                    return False
-        elif not compare("eq", value, test):
+                if operand is not None:
+                    tests.append((name, op, operand))
+        else:
+            tests.append((name, "eq", test))
+    return tuple(tests)
+
+
+def passes(tests: tuple[Test, ...], attrs: Mapping[str, Scalar]) -> bool:
+    for name, op, operand in tests:
+        if name not in attrs or not compare(op, attrs[name], operand):
             return False
     return True
 

@@ -386,7 +386,7 @@ class Advisor:
         )
         best: tuple[float, str, Candidate] | None = None
         for rule in rules:
-            relaxed = self.planner(planner.job, planner.policy.without(rule), request)
+            relaxed = planner.without(rule)
             found = self.search(relaxed, ctx, request.constraints.gpu_count).candidates
             if not found:
                 continue

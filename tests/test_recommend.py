@@ -113,3 +113,18 @@ def test_decode_speed_is_bandwidth_over_bytes_read(kb_advisor: Advisor) -> None:
 @pytest.fixture(scope="module")
 def kb_advisor() -> Advisor:
     return advisor()
+
+
+def test_three_gpus_can_form_one_pipeline() -> None:
+    """Pipeline stages need not be a power of two (vLLM's pipeline_parallel_size=3 works): a 70B fp16
+    model (141 GB of weights, Llama 2 paper) on 3 x 80 GB is judged, not left without a layout."""
+    request = RecommendRequest.model_validate(
+        {
+            "workload": {"task": "inference", "model": "llama-2-70b", "precision": "fp16"},
+            "constraints": {"target_hardware": {"gpu": "nvidia-a100-sxm-80gb", "count": 3}},
+        }
+    )
+    fit = advisor().recommend(request).target_fit
+    assert fit is not None and fit.count == 3
+    assert fit.fits is True
+    assert 141 / 3 < fit.per_gpu_gb < 72  # a third of the weights plus cache and overhead, under 90%

@@ -21,6 +21,8 @@ __all__ = [
 
 
 def _number(name: str, value: object) -> float:
+    if type(value) is float and math.isfinite(value):  # the common case, checked first (hot path)
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{name} must be a number, got {value!r}")
     number = float(value)
