@@ -52,7 +52,7 @@ def recommend(
 @router.get("/healthz", response_model=Health, tags=["service"])
 def healthz(advisor: CurrentAdvisor) -> Health:
     """Liveness: the service is up with a validated knowledge base and rule set."""
-    return Health(status="ok", kb_version=advisor.version)
+    return Health(status="ok", kb_version=advisor.version, open_rule_sessions=advisor.open_sessions())
 
 
 @router.get("/version", response_model=Version, tags=["service"])

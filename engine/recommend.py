@@ -88,6 +88,11 @@ class Advisor:
             if (price := latest_prices(gpu.prices).get("new")) is not None
         }
 
+    def open_sessions(self) -> int:
+        """Rule-engine sessions open now (durable keeps one per request in flight; the reference none)."""
+        live = getattr(self.engine, "live_sessions", None)
+        return int(live()) if callable(live) else 0
+
     # --- the pipeline --------------------------------------------------------------------------
 
     def recommend(self, request: RecommendRequest) -> RecommendResponse:

@@ -38,7 +38,7 @@ def client(advisor: Advisor) -> Iterator[TestClient]:
 def test_healthz_reports_the_version_of_kb_and_rules(client: TestClient, advisor: Advisor) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "kb_version": advisor.version}
+    assert response.json() == {"status": "ok", "kb_version": advisor.version, "open_rule_sessions": 0}
 
 
 def test_gpus_list_has_the_contract_shape(client: TestClient, kb: KB) -> None:

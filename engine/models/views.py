@@ -42,6 +42,9 @@ class Health(BaseModel):
 
     status: Literal["ok"] = Field(description="the service is up with a valid knowledge base")
     kb_version: str = Field(description="content hash of the knowledge base in use")
+    open_rule_sessions: int = Field(
+        0, description="rule-engine sessions open right now: 0 between requests (a leak shows here)"
+    )
 
 
 class Version(BaseModel):

@@ -1,0 +1,199 @@
+"""HTTP benchmarks against the real server (uvicorn, loopback): throughput and latency of
+`POST /recommend` at several concurrencies with `GET /healthz` as the ceiling, 2 workers vs 1, a
+soak, and start-up time. The load generator is httpx's async client; every run is bounded in both
+request count and time.
+
+    .venv/bin/python -m bench.http_load [--seconds S] [--soak-calls N] [--soak-seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.mix import requests
+from bench.stats import percentile
+from engine.paths import PROJECT_ROOT
+
+HOST = "127.0.0.1"
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    startup_s: float
+
+    def rss_kb(self) -> int:
+        """Resident memory of the server process (its own, as Linux reports it)."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serve(workers: int = 1) -> Iterator[Server]:
+    """The service as `gpu-advisor serve` starts it, until the block ends."""
+    port = free_port()
+    command = [sys.executable, "-m", "engine.cli", "serve", "--host", HOST, "--port", str(port)]
+    command += ["--workers", str(workers)]
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    url = f"http://{HOST}:{port}"
+    try:
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.perf_counter() - started > 60:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.01)
+        yield Server(url, process, time.perf_counter() - started)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def load(
+    url: str, path: str, concurrency: int, max_requests: int, max_seconds: float
+) -> dict[str, Any]:
+    """`concurrency` clients in a closed loop until `max_requests` are sent or `max_seconds` pass."""
+    bodies = itertools.cycle(list(requests().values()))
+    latencies: list[float] = []
+    errors = 0
+    sent = 0
+    deadline = time.perf_counter() + max_seconds
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+
+        async def worker() -> None:
+            nonlocal errors, sent
+            while sent < max_requests and time.perf_counter() < deadline:
+                sent += 1
+                start = time.perf_counter()
+                try:
+                    if path == "/recommend":
+                        response = await client.post(path, json=next(bodies))
+                    else:
+                        response = await client.get(path)
+                    if response.status_code != 200:
+                        errors += 1
+                except httpx.HTTPError:
+                    errors += 1
+                latencies.append(time.perf_counter() - start)
+
+        began = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - began
+    return {
+        "path": path,
+        "concurrency": concurrency,
+        "requests": len(latencies),
+        "seconds": elapsed,
+        "rps": len(latencies) / elapsed,
+        "p50_ms": percentile(latencies, 50) * 1000,
+        "p99_ms": percentile(latencies, 99) * 1000,
+        "errors": errors,
+    }
+
+
+def sweep(seconds: float) -> list[dict[str, Any]]:
+    rows = []
+    with serve() as server:
+        for concurrency in (1, 8, 32, 64):
+            recommend = asyncio.run(load(server.url, "/recommend", concurrency, 100_000, seconds))
+            health = asyncio.run(load(server.url, "/healthz", concurrency, 100_000, seconds / 2))
+            rows.append(
+                {**recommend, "healthz_rps": health["rps"], "ratio": recommend["rps"] / health["rps"]}
+            )
+    return rows
+
+
+def workers_compared(seconds: float) -> dict[str, Any]:
+    found = {}
+    for workers in (1, 2):
+        with serve(workers) as server:
+            found[f"{workers}_worker"] = asyncio.run(load(server.url, "/recommend", 32, 100_000, seconds))
+    return found
+
+
+def soak(calls: int, seconds: float) -> dict[str, Any]:
+    with serve() as server:
+        asyncio.run(load(server.url, "/recommend", 8, 200, 30))  # warm: caches filled, arenas grown
+        rss_start = server.rss_kb()
+        result = asyncio.run(load(server.url, "/recommend", 8, calls, seconds))
+        rss_end = server.rss_kb()
+        health = httpx.get(f"{server.url}/healthz").json()
+    return {
+        **result,
+        "calls_goal": calls,
+        "rss_start_kb": rss_start,
+        "rss_end_kb": rss_end,
+        "rss_growth_pct": (rss_end - rss_start) / rss_start * 100,
+        "open_rule_sessions": health.get("open_rule_sessions"),
+    }
+
+
+def startup(runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        with serve() as server:
+            times.append(server.startup_s)
+    return times
+
+
+def cli_times(runs: int) -> list[float]:
+    command = [sys.executable, "-m", "engine.cli", "recommend", "--params-b", "7", "--task", "inference"]
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(
+            command, cwd=PROJECT_ROOT, capture_output=True, check=True, env={**os.environ, "COLUMNS": "100"}
+        )
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=8.0, help="time per concurrency level")
+    parser.add_argument("--soak-calls", type=int, default=50_000)
+    parser.add_argument("--soak-seconds", type=float, default=90.0)
+    args = parser.parse_args()
+    report = {
+        "sweep": sweep(args.seconds),
+        "workers": workers_compared(args.seconds),
+        "soak": soak(args.soak_calls, args.soak_seconds),
+        "startup_s": startup(3),
+        "cli_s": cli_times(3),
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""In-process benchmarks: `Advisor.recommend` over the mix (durable-rules and the reference engine),
+the sizing math alone, and the same mix over a KB whose GPUs and offers are multiplied.
+
+    .venv/bin/python -m bench.inprocess [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import Any
+
+from bench.mix import requests
+from bench.stats import summary_ms
+from engine.engines import make_engine
+from engine.kb import KB
+from engine.models.request import RecommendRequest
+from engine.recommend import Advisor, default_advisor
+from engine.requirements import sizing_facts
+from engine.workload import resolve
+
+
+def timed_calls(
+    call: Callable[[RecommendRequest], object], mix: list[RecommendRequest], rounds: int
+) -> list[float]:
+    """Seconds per call, over `rounds` passes of the mix after one warm-up pass."""
+    for request in mix:
+        call(request)
+    times = []
+    for _ in range(rounds):
+        for request in mix:
+            start = time.perf_counter()
+            call(request)
+            times.append(time.perf_counter() - start)
+    return times
+
+
+def scaled_kb(kb: KB, factor: int) -> KB:
+    """The KB with every GPU and every offer present `factor` times (synthetic copies `<id>-xN`)."""
+    gpus = dict(kb.gpus)
+    offers = dict(kb.offers)
+    for n in range(2, factor + 1):
+        for gpu in kb.gpus.values():
+            copy_id = f"{gpu.id}-x{n}"
+            gpus[copy_id] = gpu.model_copy(update={"id": copy_id, "aliases": []})
+        for offer in kb.offers.values():
+            copy_id = f"{offer.id}-x{n}"
+            offers[copy_id] = offer.model_copy(update={"id": copy_id, "gpu": f"{offer.gpu}-x{n}"})
+    return dataclasses.replace(kb, gpus=MappingProxyType(gpus), offers=MappingProxyType(offers))
+
+
+def run(rounds: int, scale_rounds: int) -> dict[str, Any]:
+    advisor = default_advisor()
+    mix = [RecommendRequest.model_validate(body) for body in requests().values()]
+    durable = timed_calls(advisor.recommend, mix, rounds)
+    reference = Advisor(
+        advisor.kb, advisor.rules, advisor.rules_root, engine=make_engine(advisor.rules, "reference")
+    )
+    ref_times = timed_calls(reference.recommend, mix, max(1, rounds // 4))
+    sizing = timed_calls(lambda r: sizing_facts(resolve(r, advisor.kb), advisor.kb), mix, rounds)
+    results: dict[str, Any] = {
+        "requests_in_mix": len(mix),
+        "durable": {"calls": len(durable), **summary_ms(durable)},
+        "reference": {"calls": len(ref_times), **summary_ms(ref_times)},
+        "sizing_alone": {"calls": len(sizing), **summary_ms(sizing)},
+        "scale": {},
+    }
+    for factor in (1, 5, 20):
+        kb = scaled_kb(advisor.kb, factor) if factor > 1 else advisor.kb
+        scaled = Advisor(kb, advisor.rules, advisor.rules_root)
+        times = timed_calls(scaled.recommend, mix, scale_rounds)
+        results["scale"][f"x{factor}"] = {
+            "gpus": len(kb.gpus),
+            "offers": len(kb.offers),
+            "calls": len(times),
+            **summary_ms(times),
+        }
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=100, help="passes over the mix (22 requests each)")
+    parser.add_argument("--scale-rounds", type=int, default=3, help="passes over the mix at each scale")
+    args = parser.parse_args()
+    print(json.dumps(run(args.rounds, args.scale_rounds), indent=2))
+
+
+if __name__ == "__main__":
+    main()
