@@ -75,7 +75,38 @@ def peak_flops(gpu: Gpu, precision: str) -> float | None:
     return None if tflops is None else tflops * TFLOPS
 
 
-def inference_speed(job: Job, gpu: Gpu, layout: Layout, links: Links) -> Speed | None:
+@dataclass(frozen=True)
+class DecodeWork:
+    """What one decode step of a layout moves and computes: the same on every GPU model, so a
+    search computes it once per layout."""
+
+    sequences: int
+    step_bytes: float
+    flops_per_token: float
+    weights_bytes: float
+    kv_bytes_per_sequence: float
+
+
+def decode_work(job: Job, layout: Layout) -> DecodeWork:
+    precision = weight_precision(layout.precision)
+    sequences = micro_batch(job, layout)
+    read_params = moe_decode_params_read(job.shape, sequences) * job.params / total_params(job.shape)
+    kv_per_token = kv_cache_bytes_per_token(job.shape, kv_dtype(job, layout.precision))
+    step_bytes = decode_bytes_per_step(
+        read_params * weight_bytes_per_param(precision), kv_per_token * job.seq_len, sequences
+    )
+    return DecodeWork(
+        sequences=sequences,
+        step_bytes=step_bytes,
+        flops_per_token=forward_flops_per_token(job.active_params),
+        weights_bytes=weights_bytes(job.params, precision),
+        kv_bytes_per_sequence=kv_per_token * paged_tokens(job.seq_len),
+    )
+
+
+def inference_speed(
+    job: Job, gpu: Gpu, layout: Layout, links: Links, work: DecodeWork | None = None
+) -> Speed | None:
     """Decode speed per sequence and for all replicas (None when the GPU has no FLOPS figure).
 
     Tensor parallelism reads each weight shard from its own GPU, so bandwidth and FLOPS add up, less two
@@ -85,30 +116,21 @@ def inference_speed(job: Job, gpu: Gpu, layout: Layout, links: Links) -> Speed |
     peak = peak_flops(gpu, layout.precision)
     if peak is None:
         return None
-    precision = weight_precision(layout.precision)
-    sequences = micro_batch(job, layout)
-    read_params = moe_decode_params_read(job.shape, sequences) * job.params / total_params(job.shape)
-    kv_per_token = kv_cache_bytes_per_token(job.shape, kv_dtype(job, layout.precision))
-    step_bytes = decode_bytes_per_step(
-        read_params * weight_bytes_per_param(precision), kv_per_token * job.seq_len, sequences
-    )
+    work = work or decode_work(job, layout)
     ways = layout.tp if layout.split == "tensor" else 1
     step = decode_step_seconds(
-        sequences,
-        forward_flops_per_token(job.active_params),
-        step_bytes,
+        work.sequences,
+        work.flops_per_token,
+        work.step_bytes,
         peak * ways,
         gpu.memory_bandwidth_gbs * GB * ways,
     )
     if layout.split == "tensor" and layout.tp > 1:
         step += tensor_parallel_comm_seconds(
-            sequences, job.shape.hidden_size, job.shape.n_layers, layout.tp, links.gpu_to_gpu
+            work.sequences, job.shape.hidden_size, job.shape.n_layers, layout.tp, links.gpu_to_gpu
         )
     concurrent = max_concurrent_sequences(
-        gpu.memory_gb * GB,
-        weights_bytes(job.params, precision),
-        kv_per_token * paged_tokens(job.seq_len),
-        n_gpus=layout.tp,
+        gpu.memory_gb * GB, work.weights_bytes, work.kv_bytes_per_sequence, n_gpus=layout.tp
     )
     per_sequence = 1.0 / step
     # Every sequence in flight decodes at the replica's step rate; idle replicas add nothing.
@@ -124,12 +146,15 @@ def trained_params(job: Job, method: str) -> float:
     return job.params
 
 
-def training_speed(job: Job, gpu: Gpu, layout: Layout, links: Links, *, nodes: int = 1) -> Speed | None:
+def training_speed(
+    job: Job, gpu: Gpu, layout: Layout, links: Links, *, nodes: int = 1, trained: float | None = None
+) -> Speed | None:
     """Training tokens/s over all GPUs, and the hours for `training_tokens` (None without a FLOPS figure).
 
     Step time = compute (C = 6 P per token, 8 P with full recomputation, at the MFU; Transformer Math 101)
     + the gradient all-reduce (x1.5 with ZeRO-3) + tensor-parallel all-reduces + with offload the 16-bit
-    gradients and weights of the trained parameters crossing the host link.
+    gradients and weights of the trained parameters crossing the host link. `trained` is
+    `trained_params(job, layout.method)`, when the caller has it already.
     """
     peak = peak_flops(gpu, layout.precision)
     if peak is None:
@@ -140,7 +165,8 @@ def training_speed(job: Job, gpu: Gpu, layout: Layout, links: Links, *, nodes: i
     )
     step_tokens = job.batch * job.seq_len
     step = per_token * job.active_params * step_tokens / (gpus * peak * MFU)
-    trained = trained_params(job, layout.method)
+    if trained is None:
+        trained = trained_params(job, layout.method)
     link = links.gpu_to_gpu if nodes == 1 else min(links.gpu_to_gpu, links.inter_node)
     if layout.dp > 1:
         volume = ZERO3_COMM_VOLUME if layout.sharded or layout.offload else 1.0

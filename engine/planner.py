@@ -20,7 +20,15 @@ from engine.economics import Costs, Usage, costs, spend, usage
 from engine.memory import Breakdown, Layout, Split, per_gpu
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
-from engine.performance import Links, Speed, inference_speed, training_speed
+from engine.performance import (
+    DecodeWork,
+    Links,
+    Speed,
+    decode_work,
+    inference_speed,
+    trained_params,
+    training_speed,
+)
 from engine.policy import PLAN_ATTRIBUTES, Policy
 from engine.sizing import GB
 from engine.workload import Job
@@ -94,6 +102,7 @@ class Planner:
         )
         self.option_filters = tuple(f for f in policy.filters if not f.per_plan)
         self.plan_filters = tuple(f for f in policy.filters if f.per_plan)
+        self._plan_filters_budget = tuple((f, "within_budget" in f.where) for f in self.plan_filters)
         required = facts.get("sizing.required_tokens_per_s")
         self.required_tps = None if required is None else _number(required)
         # Without a serving fleet (no copies), the GPU count and a bought or owned option's spend
@@ -111,6 +120,9 @@ class Planner:
         self._speeds: dict[tuple[str, Layout, Links, int], Speed | None] = {}
         self._fitting: dict[tuple[int, int, float], tuple[list[Spec], float]] = {}
         self._sized: dict[tuple[int, int], tuple[list[tuple[Spec, float]], float]] = {}
+        self._usage: dict[float | None, Usage] = {}
+        self._decode_work: dict[Layout, DecodeWork] = {}
+        self._trained: dict[str, float] = {}
 
     def without(self, rule: str) -> Planner:
         """This planner with one rule's filters lifted. Sizing does not depend on filters, so the
@@ -118,7 +130,11 @@ class Planner:
         relaxed = Planner(self.job, self.policy.without(rule), self.request)
         relaxed.rent_rates, relaxed.buy_prices = self.rent_rates, self.buy_prices
         relaxed._memory, relaxed._sized, relaxed._fitting = self._memory, self._sized, self._fitting
-        relaxed._speeds = self._speeds
+        relaxed._speeds, relaxed._decode_work, relaxed._trained = (
+            self._speeds,
+            self._decode_work,
+            self._trained,
+        )
         return relaxed
 
     # --- plan space ----------------------------------------------------------------------------
@@ -188,9 +204,17 @@ class Planner:
         if key in self._speeds:
             return self._speeds[key]
         if layout.method == "inference":
-            speed = inference_speed(self.job, option.gpu, layout, option.links)
+            work = self._decode_work.get(layout)
+            if work is None:
+                work = self._decode_work[layout] = decode_work(self.job, layout)
+            speed = inference_speed(self.job, option.gpu, layout, option.links, work)
         else:
-            speed = training_speed(self.job, option.gpu, layout, option.links, nodes=option.nodes)
+            trained = self._trained.get(layout.method)
+            if trained is None:
+                trained = self._trained[layout.method] = trained_params(self.job, layout.method)
+            speed = training_speed(
+                self.job, option.gpu, layout, option.links, nodes=option.nodes, trained=trained
+            )
         self._speeds[key] = speed
         return speed
 
@@ -247,6 +271,10 @@ class Planner:
         screened = self.screen(option)
         if screened is not None:
             return screened
+        return self.plan_screened(option)
+
+    def plan_screened(self, option: Option) -> Candidate | Rejection | None:
+        """`plan` for an option that has passed `screen`."""
         capacity = _number(option.attrs["vram_per_gpu_gb"])
         specs, least = self.fitting(option.count, option.gpus_per_node, capacity)
         if not specs:
@@ -277,19 +305,17 @@ class Planner:
         if self.required_tps is not None:
             copies = max(1, ceil(self.required_tps / speed.aggregate_tokens_per_s))
         run_hours = speed.training_hours if speed.training_hours is not None else job.job_hours
-        use = self.usage(run_hours)
-        priced = costs(
-            option,
-            copies,
-            use,
-            speed.aggregate_tokens_per_s,
-            rent_per_gpu_hour=self.rent_rates.get(option.gpu.id),
-            buy_per_gpu=self.buy_prices.get(option.gpu.id),
-        )
-        attrs = self._attrs(option, spec, capacity, copies, priced)
-        for rule_filter in self.plan_filters:
+        attrs = self._attrs(option, spec, capacity, copies)
+        priced: Costs | None = None
+        # Costs are computed when a filter needs `within_budget`, or once every filter has passed:
+        # most rejected plans never need them. Filters still run in the policy's order.
+        for rule_filter, needs_budget in self._plan_filters_budget:
+            if needs_budget and priced is None:
+                priced = self._priced(option, copies, run_hours, speed, attrs)
             if rule_filter.rejects(attrs):
                 return Rejection(option, rule_filter.rule, rule_filter.message)
+        if priced is None:
+            priced = self._priced(option, copies, run_hours, speed, attrs)
         memory = self.memory(layout)
         matched = [p for p in self.policy.preferences if p.holds_for(attrs)]
         return Candidate(
@@ -311,12 +337,31 @@ class Planner:
     """latest new purchase price per GPU id (set by the recommender)"""
 
     def usage(self, run_hours: float | None) -> Usage:
-        c = self.request.constraints
-        return usage(self.job.utilization, run_hours, self.job.horizon_hours, c.electricity_usd_per_kwh)
+        found = self._usage.get(run_hours)
+        if found is None:
+            c = self.request.constraints
+            found = usage(self.job.utilization, run_hours, self.job.horizon_hours, c.electricity_usd_per_kwh)
+            self._usage[run_hours] = found
+        return found
 
-    def _attrs(
-        self, option: Option, spec: Spec, capacity: float, copies: int, priced: Costs
-    ) -> Mapping[str, Scalar]:
+    def _priced(
+        self, option: Option, copies: int, run_hours: float | None, speed: Speed, attrs: dict[str, Scalar]
+    ) -> Costs:
+        """The option's costs, with `within_budget` written into `attrs`."""
+        priced = costs(
+            option,
+            copies,
+            self.usage(run_hours),
+            speed.aggregate_tokens_per_s,
+            rent_per_gpu_hour=self.rent_rates.get(option.gpu.id),
+            buy_per_gpu=self.buy_prices.get(option.gpu.id),
+        )
+        budget = self.request.constraints.budget_usd
+        attrs["within_budget"] = budget is None or spend(priced, option.acquisition) <= budget
+        return priced
+
+    def _attrs(self, option: Option, spec: Spec, capacity: float, copies: int) -> dict[str, Scalar]:
+        """The option's attributes and the plan's, but `within_budget` (see `_priced`)."""
         c = self.request.constraints
         layout = spec.layout
         gpus = option.count * copies
@@ -338,19 +383,22 @@ class Planner:
                 "tp_degree": layout.tp,
                 "offload": layout.offload,
                 "fits": self.memory(layout).total <= capacity * GB * (1 - self.headroom),
-                "within_budget": c.budget_usd is None or spend(priced, option.acquisition) <= c.budget_usd,
                 "strategy_allowed": c.parallelism is None
                 or spec.strategy in ("single", "replicas")
                 or spec.strategy in c.parallelism,
                 **self._count_attrs(gpus),
             }
         )
-        return MappingProxyType(attrs)
+        return attrs
 
     def reads_provider(self) -> bool:
         """Whether a plan filter or a preference looks at which provider rents the option."""
+        return any(self.reads(name) for name in PROVIDER_ATTRIBUTES)
+
+    def reads(self, attribute: str) -> bool:
+        """Whether a plan filter or a preference looks at this candidate attribute."""
         wheres = [f.where for f in self.plan_filters] + [p.where for p in self.policy.preferences]
-        return any(name in PROVIDER_ATTRIBUTES for where in wheres for name in where)
+        return any(attribute in where for where in wheres)
 
 
 def _methods(task: str, policy: Policy) -> list[str]:

@@ -144,37 +144,36 @@ class Advisor:
         return planner
 
     def search(self, planner: Planner, ctx: Context, gpu_count: int | None) -> Search:
-        """Plan every option that passes the hardware filters. Rented offers that differ only in
-        provider and price are sized once: the cheapest stands for the rest, unless a rule looks at
-        the provider, when each is planned."""
+        """Plan every option that passes the hardware filters. Options that differ only in price are
+        sized once: the cheapest stands for the rest, unless a rule looks at what differs. Options of
+        several nodes are sized only for GPUs that one node cannot run the job on."""
         found: list[Candidate] = []
         rejected: list[Rejection] = []
         cheapest: dict[tuple[object, ...], Option] = {}
         provider_matters = planner.reads_provider()
+        price_kind_matters = planner.reads("price_kind")
         for option in self.options(ctx, gpu_count):
             screened = planner.screen(option)
             if screened is not None:
                 rejected.append(screened)
                 continue
-            if option.acquisition == "rent" and not provider_matters:
-                key = (
-                    option.gpu.id,
-                    option.count,
-                    option.nodes,
-                    option.pricing,
-                    option.attrs["interconnect"],
-                    option.attrs["tensor_parallel_suitable"],
-                )
-                held = cheapest.get(key)
-                if held is None or (option.hourly_rent_usd, option.offer.id if option.offer else "") < (
-                    held.hourly_rent_usd,
-                    held.offer.id if held.offer else "",
-                ):
-                    cheapest[key] = option
+            key = _same_but_price(option, provider_matters, price_kind_matters)
+            if key is None:
+                self._plan_into(planner, option, found, rejected)
                 continue
-            self._plan_into(planner, option, found, rejected)
+            held = cheapest.get(key)
+            if held is None or _price_order(option) < _price_order(held):
+                cheapest[key] = option
         for option in cheapest.values():
-            self._plan_into(planner, option, found, rejected)
+            if option.nodes == 1 or planner.request.objective == "fastest":
+                self._plan_into(planner, option, found, rejected)
+        # Several nodes of a GPU only where one node of it cannot run the job: across nodes the link
+        # is slower and every measure but raw speed is worse (the `fastest` objective plans them all).
+        one_node = {(c.option.gpu.id, c.option.acquisition) for c in found}
+        for option in cheapest.values():
+            scale_out = option.nodes > 1 and planner.request.objective != "fastest"
+            if scale_out and (option.gpu.id, option.acquisition) not in one_node:
+                self._plan_into(planner, option, found, rejected)
         return Search(found, rejected)
 
     def options(self, ctx: Context, gpu_count: int | None) -> tuple[Option, ...]:
@@ -191,7 +190,7 @@ class Advisor:
     def _plan_into(
         planner: Planner, option: Option, found: list[Candidate], rejected: list[Rejection]
     ) -> None:
-        result = planner.plan(option)
+        result = planner.plan_screened(option)
         if isinstance(result, Candidate):
             found.append(result)
         elif result is not None:
@@ -451,6 +450,35 @@ class Advisor:
 
             found["default_utilization_pct"] = DEFAULT_UTILIZATION * 100
         return found
+
+
+def _same_but_price(
+    option: Option, provider_matters: bool, price_kind_matters: bool
+) -> tuple[object, ...] | None:
+    """What an option shares with options that differ from it only in price, when no rule looks at
+    what differs (the provider renting it; whether a bought GPU is new or used): of those, only the
+    cheapest can rank, as every measure of the ranking is at least as good for it. None when the
+    option stands alone."""
+    if option.acquisition == "rent" and not provider_matters:
+        return (
+            "rent",
+            option.gpu.id,
+            option.count,
+            option.nodes,
+            option.pricing,
+            option.attrs["interconnect"],
+            option.attrs["tensor_parallel_suitable"],
+        )
+    if option.acquisition == "buy" and not price_kind_matters:
+        return ("buy", option.gpu.id, option.count, option.nodes)
+    return None
+
+
+def _price_order(option: Option) -> tuple[float, str]:
+    """Cheapest first, then a stable tie-break."""
+    if option.acquisition == "rent":
+        return option.hourly_rent_usd, option.offer.id if option.offer else ""
+    return option.capex_usd, str(option.attrs["price_kind"])
 
 
 def _sized_job(job: Job) -> bool:

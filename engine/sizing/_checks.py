@@ -21,8 +21,11 @@ __all__ = [
 
 
 def _number(name: str, value: object) -> float:
-    if type(value) is float and math.isfinite(value):  # the common case, checked first (hot path)
-        return value
+    kind = type(value)  # the common cases first: this runs on every sizing call (hot path)
+    if kind is float and math.isfinite(value):  # type: ignore[arg-type]
+        return value  # type: ignore[return-value]
+    if kind is int:
+        return float(value)  # type: ignore[arg-type]
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{name} must be a number, got {value!r}")
     number = float(value)
