@@ -8,10 +8,13 @@ splitting, `dp` data-parallel ranks, and whether model states are sharded (ZeRO-
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import ceil
 from typing import Literal
 
 from engine.sizing import (
+    PeftMemory,
+    TransformerShape,
     activation_bytes,
     logits_bytes,
     lora_memory,
@@ -147,11 +150,8 @@ def _full_training(job: Job, layout: Layout) -> Breakdown:
 
 
 def _adapters(job: Job, layout: Layout) -> Breakdown:
-    if layout.method == "qlora":
-        peft = qlora_memory(job.shape, job.lora_rank, optimizer=job.optimizer)
-    else:
-        base_bytes = 4.0 if layout.precision == "fp32" else 2.0
-        peft = lora_memory(job.shape, job.lora_rank, base_weight_bytes=base_bytes, optimizer=job.optimizer)
+    base_bytes = 4.0 if layout.precision == "fp32" else 2.0
+    peft = _peft(job.shape, job.lora_rank, layout.method == "qlora", base_bytes, job.optimizer)
     # The shape's count can differ from the stated size (estimated shapes): scale the frozen base to it.
     base = peft.base_weights_bytes * job.params / total_params(job.shape)
     shards = layout.tp * (layout.dp if layout.sharded else 1)
@@ -163,6 +163,14 @@ def _adapters(job: Job, layout: Layout) -> Breakdown:
         kv_cache=0.0,
         overhead=CUDA_CONTEXT_BYTES,
     )
+
+
+@lru_cache(maxsize=1024)
+def _peft(shape: TransformerShape, rank: int, qlora: bool, base_bytes: float, optimizer: str) -> PeftMemory:
+    """LoRA/QLoRA model states: the same for every layout of a job, so computed once (pure)."""
+    if qlora:
+        return qlora_memory(shape, rank, optimizer=optimizer)  # type: ignore[arg-type]
+    return lora_memory(shape, rank, base_weight_bytes=base_bytes, optimizer=optimizer)  # type: ignore[arg-type]
 
 
 def weight_precision(precision: str) -> WeightPrecision:

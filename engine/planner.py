@@ -120,6 +120,7 @@ class Planner:
         self._speeds: dict[tuple[str, Layout, Links, int], Speed | None] = {}
         self._fitting: dict[tuple[int, int, float], tuple[list[Spec], float]] = {}
         self._sized: dict[tuple[int, int], tuple[list[tuple[Spec, float]], float]] = {}
+        self._specs: dict[tuple[int, int], list[Spec]] = {}
         self._usage: dict[float | None, Usage] = {}
         self._decode_work: dict[Layout, DecodeWork] = {}
         self._trained: dict[str, float] = {}
@@ -130,6 +131,7 @@ class Planner:
         relaxed = Planner(self.job, self.policy.without(rule), self.request)
         relaxed.rent_rates, relaxed.buy_prices = self.rent_rates, self.buy_prices
         relaxed._memory, relaxed._sized, relaxed._fitting = self._memory, self._sized, self._fitting
+        relaxed._specs = self._specs
         relaxed._speeds, relaxed._decode_work, relaxed._trained = (
             self._speeds,
             self._decode_work,
@@ -234,9 +236,17 @@ class Planner:
         key = (count, per_node)
         found = self._sized.get(key)
         if found is None:
-            sized = [(spec, self.memory(spec.layout).total) for spec in self.specs(count, per_node)]
+            sized = [(spec, self.memory(spec.layout).total) for spec in self.specs_for(count, per_node)]
             least = min((total for _, total in sized), default=float("inf"))
             found = self._sized[key] = (sized, least)
+        return found
+
+    def specs_for(self, count: int, per_node: int) -> list[Spec]:
+        """`specs` as a list, built once per count."""
+        key = (count, per_node)
+        found = self._specs.get(key)
+        if found is None:
+            found = self._specs[key] = list(self.specs(count, per_node))
         return found
 
     # --- one option ----------------------------------------------------------------------------
@@ -276,18 +286,24 @@ class Planner:
     def plan_screened(self, option: Option) -> Candidate | Rejection | None:
         """`plan` for an option that has passed `screen`."""
         capacity = _number(option.attrs["vram_per_gpu_gb"])
-        specs, least = self.fitting(option.count, option.gpus_per_node, capacity)
-        if not specs:
-            if least == float("inf"):
-                return None  # no layout for this many GPUs (no multi-GPU strategy applies)
-            return Rejection(option, self.fits_rule, self._too_small(option, least, capacity))
+        usable = capacity * GB * (1 - self.headroom)
         first: Rejection | None = None
-        for spec in specs:
+        fitted = False
+        # Specs in preference order, each sized only when reached: most options take an early one.
+        for spec in self.specs_for(option.count, option.gpus_per_node):
+            if self.memory(spec.layout).total > usable:
+                continue
+            fitted = True
             outcome = self._try(option, spec, capacity)
             if isinstance(outcome, Candidate):
                 return outcome
             first = first or outcome
-        return first
+        if fitted:
+            return first
+        _, least = self._sized_specs(option.count, option.gpus_per_node)
+        if least == float("inf"):
+            return None  # no layout for this many GPUs (no multi-GPU strategy applies)
+        return Rejection(option, self.fits_rule, self._too_small(option, least, capacity))
 
     def _too_small(self, option: Option, least: float, capacity: float) -> str:
         count = f"{option.count} x " if option.count > 1 else ""
