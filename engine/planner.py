@@ -63,7 +63,8 @@ class Candidate:
     speed: Speed
     copies: int
     costs: Costs
-    attrs: Mapping[str, Scalar]
+    plan_attrs: Mapping[str, Scalar]
+    """the plan's attributes (PLAN_ATTRIBUTES); the option's are on the option"""
     preference: float
     preferred_by: tuple[str, ...]
 
@@ -71,12 +72,23 @@ class Candidate:
     def gpu_count(self) -> int:
         return self.option.count * self.copies
 
+    @property
+    def attrs(self) -> Mapping[str, Scalar]:
+        """Every attribute a rule can filter on: the option's and the plan's."""
+        return {**self.option.attrs, **self.plan_attrs}
+
 
 @dataclass(frozen=True)
 class Rejection:
     option: Option
     rule: str
     reason: str
+    rules: frozenset[str] = frozenset()
+    """every rule that rejected one of the option's plans (`rule` is the first); lifting any other
+    rule cannot make the option a candidate"""
+
+    def rejected_by(self, rule: str) -> bool:
+        return rule == self.rule or rule in self.rules
 
 
 class Planner:
@@ -121,6 +133,7 @@ class Planner:
         self._fitting: dict[tuple[int, int, float], tuple[list[Spec], float]] = {}
         self._sized: dict[tuple[int, int], tuple[list[tuple[Spec, float]], float]] = {}
         self._specs: dict[tuple[int, int], list[Spec]] = {}
+        self._spec_attr_cache: dict[int, dict[str, Scalar]] = {}
         self._usage: dict[float | None, Usage] = {}
         self._decode_work: dict[Layout, DecodeWork] = {}
         self._trained: dict[str, float] = {}
@@ -288,18 +301,22 @@ class Planner:
         capacity = _number(option.attrs["vram_per_gpu_gb"])
         usable = capacity * GB * (1 - self.headroom)
         first: Rejection | None = None
+        rules: set[str] = set()
         fitted = False
         # Specs in preference order, each sized only when reached: most options take an early one.
         for spec in self.specs_for(option.count, option.gpus_per_node):
-            if self.memory(spec.layout).total > usable:
+            memory = self.memory(spec.layout)
+            if memory.total > usable:
                 continue
             fitted = True
-            outcome = self._try(option, spec, capacity)
+            outcome = self._try(option, spec, capacity, memory)
             if isinstance(outcome, Candidate):
                 return outcome
-            first = first or outcome
+            if outcome is not None:
+                rules.add(outcome.rule)
+                first = first or outcome
         if fitted:
-            return first
+            return None if first is None else Rejection(option, first.rule, first.reason, frozenset(rules))
         _, least = self._sized_specs(option.count, option.gpus_per_node)
         if least == float("inf"):
             return None  # no layout for this many GPUs (no multi-GPU strategy applies)
@@ -312,7 +329,10 @@ class Planner:
             f"with {self.headroom * 100:g}% kept free"
         )
 
-    def _try(self, option: Option, spec: Spec, capacity: float) -> Candidate | Rejection | None:
+    def _try(
+        self, option: Option, spec: Spec, capacity: float, memory: Breakdown
+    ) -> Candidate | Rejection | None:
+        """The plan of `spec` on the option, which fits its memory (`memory` per GPU)."""
         layout, job = spec.layout, self.job
         speed = self.speed(option, layout)
         if speed is None:
@@ -321,19 +341,18 @@ class Planner:
         if self.required_tps is not None:
             copies = max(1, ceil(self.required_tps / speed.aggregate_tokens_per_s))
         run_hours = speed.training_hours if speed.training_hours is not None else job.job_hours
-        attrs = self._attrs(option, spec, capacity, copies)
+        plan = self._plan_attrs(option, spec, capacity, copies)
         priced: Costs | None = None
         # Costs are computed when a filter needs `within_budget`, or once every filter has passed:
         # most rejected plans never need them. Filters still run in the policy's order.
         for rule_filter, needs_budget in self._plan_filters_budget:
             if needs_budget and priced is None:
-                priced = self._priced(option, copies, run_hours, speed, attrs)
-            if rule_filter.rejects(attrs):
+                priced = self._priced(option, copies, run_hours, speed, plan)
+            if rule_filter.rejects_plan(plan, option.attrs):
                 return Rejection(option, rule_filter.rule, rule_filter.message)
         if priced is None:
-            priced = self._priced(option, copies, run_hours, speed, attrs)
-        memory = self.memory(layout)
-        matched = [p for p in self.policy.preferences if p.holds_for(attrs)]
+            priced = self._priced(option, copies, run_hours, speed, plan)
+        matched = [p for p in self.policy.preferences if p.holds_for_plan(plan, option.attrs)]
         return Candidate(
             option=option,
             spec=spec,
@@ -342,7 +361,7 @@ class Planner:
             speed=speed,
             copies=copies,
             costs=priced,
-            attrs=attrs,
+            plan_attrs=plan,
             preference=sum(p.weight for p in matched),
             preferred_by=tuple(p.rule for p in matched),
         )
@@ -376,36 +395,41 @@ class Planner:
         attrs["within_budget"] = budget is None or spend(priced, option.acquisition) <= budget
         return priced
 
-    def _attrs(self, option: Option, spec: Spec, capacity: float, copies: int) -> dict[str, Scalar]:
-        """The option's attributes and the plan's, but `within_budget` (see `_priced`)."""
-        c = self.request.constraints
+    def _plan_attrs(self, option: Option, spec: Spec, capacity: float, copies: int) -> dict[str, Scalar]:
+        """The plan's attributes but `within_budget` (see `_priced`)."""
         layout = spec.layout
-        gpus = option.count * copies
-        precision = layout.precision
-        native = {
-            "bf16": option.attrs["bf16_native"],
-            "fp8": option.attrs["fp8_native"],
-        }.get(precision, True)
-        requested = self.job.requested_precision or self.base_precision
-        attrs = dict(option.attrs)
-        attrs.update(
-            {
+        plan = dict(self._spec_attrs(spec))
+        plan["precision_native"] = bool(
+            option.attrs["bf16_native"]
+            if layout.precision == "bf16"
+            else option.attrs["fp8_native"]
+            if layout.precision == "fp8"
+            else True
+        )
+        plan["fits"] = True  # only specs that fit are tried
+        plan.update(self._count_attrs(option.count * copies))
+        return plan
+
+    def _spec_attrs(self, spec: Spec) -> dict[str, Scalar]:
+        """The attributes a spec has on any GPU, computed once per spec."""
+        found = self._spec_attr_cache.get(id(spec))  # specs live as long as the planner: ids are stable
+        if found is None:
+            c = self.request.constraints
+            layout = spec.layout
+            requested = self.job.requested_precision or self.base_precision
+            found = self._spec_attr_cache[id(spec)] = {
                 "method": layout.method,
-                "precision": precision,
+                "precision": layout.precision,
                 "method_changed": layout.method != self.job.task,
-                "precision_changed": precision != requested and layout.method != "qlora",
-                "precision_native": bool(native),
+                "precision_changed": layout.precision != requested and layout.method != "qlora",
                 "strategy": spec.strategy,
                 "tp_degree": layout.tp,
                 "offload": layout.offload,
-                "fits": self.memory(layout).total <= capacity * GB * (1 - self.headroom),
                 "strategy_allowed": c.parallelism is None
                 or spec.strategy in ("single", "replicas")
                 or spec.strategy in c.parallelism,
-                **self._count_attrs(gpus),
             }
-        )
-        return attrs
+        return found
 
     def reads_provider(self) -> bool:
         """Whether a plan filter or a preference looks at which provider rents the option."""

@@ -62,6 +62,10 @@ class Filter:
     def rejects(self, attrs: Mapping[str, Scalar]) -> bool:
         return passes(self.tests, attrs) != self.keep_matching
 
+    def rejects_plan(self, plan: Mapping[str, Scalar], option: Mapping[str, Scalar]) -> bool:
+        """`rejects` over a plan's attributes (PLAN_ATTRIBUTES) and its option's, kept apart."""
+        return passes_plan(self.tests, plan, option) != self.keep_matching
+
 
 @dataclass(frozen=True)
 class Preference:
@@ -77,6 +81,9 @@ class Preference:
 
     def holds_for(self, attrs: Mapping[str, Scalar]) -> bool:
         return passes(self.tests, attrs)
+
+    def holds_for_plan(self, plan: Mapping[str, Scalar], option: Mapping[str, Scalar]) -> bool:
+        return passes_plan(self.tests, plan, option)
 
 
 @dataclass(frozen=True)
@@ -156,6 +163,16 @@ def _predicate(op: str, operand: Any) -> Callable[[Scalar], bool]:
 def passes(tests: tuple[Test, ...], attrs: Mapping[str, Scalar]) -> bool:
     for name, holds in tests:
         value = attrs.get(name, _MISSING)
+        if value is _MISSING or not holds(value):  # type: ignore[arg-type]
+            return False
+    return True
+
+
+def passes_plan(tests: tuple[Test, ...], plan: Mapping[str, Scalar], option: Mapping[str, Scalar]) -> bool:
+    """`passes` where plan attributes are read from `plan` and the rest from `option` (no merged
+    copy per plan: this runs for every plan of every option)."""
+    for name, holds in tests:
+        value = (plan if name in PLAN_ATTRIBUTES else option).get(name, _MISSING)
         if value is _MISSING or not holds(value):  # type: ignore[arg-type]
             return False
     return True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -147,12 +147,16 @@ class Advisor:
         """Plan every option that passes the hardware filters. Options that differ only in price are
         sized once: the cheapest stands for the rest, unless a rule looks at what differs. Options of
         several nodes are sized only for GPUs that one node cannot run the job on."""
+        return self.search_options(planner, self.options(ctx, gpu_count))
+
+    def search_options(self, planner: Planner, options: Iterable[Option]) -> Search:
+        """`search` over the given options."""
         found: list[Candidate] = []
         rejected: list[Rejection] = []
         cheapest: dict[tuple[object, ...], Option] = {}
         provider_matters = planner.reads_provider()
         price_kind_matters = planner.reads("price_kind")
-        for option in self.options(ctx, gpu_count):
+        for option in options:
             screened = planner.screen(option)
             if screened is not None:
                 rejected.append(screened)
@@ -390,12 +394,11 @@ class Advisor:
         )
         best: tuple[float, str, Candidate] | None = None
         for rule in rules:
-            relaxed = planner.without(rule)
-            found = self.search(relaxed, ctx, request.constraints.gpu_count).candidates
-            if not found:
-                continue
-            cheapest = min(found, key=lambda c: (c.costs.horizon_cost_usd, identity_key(c)))
-            if best is None or cheapest.costs.horizon_cost_usd < best[0]:
+            # Only options this rule rejected can change when it is lifted: the others were
+            # rejected by rules that still hold (a rejection records every rule that rejected it).
+            touched = [r.option for r in search.rejections if r.rejected_by(rule)]
+            cheapest = _cheapest_when_lifted(planner.without(rule), touched, best[0] if best else None)
+            if cheapest is not None and (best is None or cheapest.costs.horizon_cost_usd < best[0]):
                 best = (cheapest.costs.horizon_cost_usd, rule, cheapest)
         if best is None:
             return None
@@ -479,6 +482,54 @@ def _price_order(option: Option) -> tuple[float, str]:
     if option.acquisition == "rent":
         return option.hourly_rent_usd, option.offer.id if option.offer else ""
     return option.capex_usd, str(option.attrs["price_kind"])
+
+
+def _cheapest_when_lifted(
+    relaxed: Planner, options: Sequence[Option], to_beat: float | None
+) -> Candidate | None:
+    """The cheapest candidate over the horizon among `options` under the relaxed planner, or None
+    (also when none can cost less than `to_beat`). Of options that differ only in price the
+    cheapest stands for the rest; they are planned from the lowest possible cost up, stopping as
+    soon as no remaining option can be cheaper than the best found."""
+    cheapest: dict[object, Option] = {}
+    provider_matters, price_kind_matters = relaxed.reads_provider(), relaxed.reads("price_kind")
+    for option in options:
+        key = _same_but_price(option, provider_matters, price_kind_matters) or id(option)
+        held = cheapest.get(key)
+        if held is None or _price_order(option) < _price_order(held):
+            cheapest[key] = option
+    busy = (
+        None if relaxed.job.training_tokens is not None else relaxed.usage(relaxed.job.job_hours).busy_hours
+    )
+    floors = sorted(
+        ((_cost_floor(o, busy), i, o) for i, o in enumerate(cheapest.values())), key=lambda t: t[:2]
+    )
+    best: Candidate | None = None
+    for floor, _, option in floors:
+        if (to_beat is not None and floor >= to_beat) or (
+            best is not None and floor > best.costs.horizon_cost_usd
+        ):
+            break
+        if relaxed.screen(option) is not None:
+            continue
+        found = relaxed.plan_screened(option)
+        if isinstance(found, Candidate) and (
+            best is None
+            or (found.costs.horizon_cost_usd, identity_key(found))
+            < (best.costs.horizon_cost_usd, identity_key(best))
+        ):
+            best = found
+    return best
+
+
+def _cost_floor(option: Option, busy_hours: float | None) -> float:
+    """The least this option can cost over the horizon: its capex when bought; when rented, its
+    hourly rate over the busy hours if they are known before sizing; else 0."""
+    if option.acquisition == "buy":
+        return option.capex_usd
+    if option.acquisition == "rent" and busy_hours is not None:
+        return option.hourly_rent_usd * busy_hours
+    return 0.0
 
 
 def _sized_job(job: Job) -> bool:
