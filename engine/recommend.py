@@ -620,10 +620,15 @@ def _text(value: Scalar | None) -> str | None:
 def load_advisor(kb_root: Path, rules_root: Path, data_root: Path | None, today: date) -> Advisor:
     """An advisor over the KB and rules at these roots when every lint check passes, else `KBInvalid`
     listing the problems of both (the service starts, and reloads, only on a clean KB)."""
+    from engine import cache
     from engine.lint import load_checked_kb
     from engine.problems import KBInvalid
     from engine.rules import read_rules
 
+    key = cache.fingerprint([kb_root, rules_root, data_root], today)
+    cached = cache.load(key, kb_root)
+    if cached is not None:  # these exact files passed every check today
+        return Advisor(cached[0], cached[1], rules_root)
     ruleset = read_rules(rules_root)
     try:
         kb = load_checked_kb(kb_root, data_root, today)
@@ -631,6 +636,7 @@ def load_advisor(kb_root: Path, rules_root: Path, data_root: Path | None, today:
         raise KBInvalid(invalid.problems + list(ruleset.problems)) from None
     if ruleset.problems:
         raise KBInvalid(list(ruleset.problems))
+    cache.store(key, kb, ruleset.rules)
     return Advisor(kb, ruleset.rules, rules_root)
 
 

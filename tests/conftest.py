@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,9 @@ from engine.graph import KBGraph
 from engine.kb import KB, load_kb
 
 PROJECT = paths.PROJECT_ROOT
+
+# The checked-KB cache goes to a folder of this test session, not the user's cache.
+os.environ.setdefault("GPU_ADVISOR_CACHE", tempfile.mkdtemp(prefix="gpu-advisor-test-cache-"))
 
 # CI runs the same examples every time (a red build must be reproducible); local runs explore anew.
 settings.register_profile("ci", derandomize=True, print_blob=True)
