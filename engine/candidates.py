@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
 from engine.graph import KBGraph
@@ -59,6 +60,31 @@ class Option:
     @property
     def gpus_per_node(self) -> int:
         return self.count // self.nodes
+
+    @cached_property
+    def price_group(self) -> tuple[object, ...] | None:
+        """What this option shares with options that differ from it only in price: the same GPUs
+        rented (from any provider) or bought (new or used). None for owned hardware."""
+        if self.acquisition == "rent":
+            return (
+                "rent",
+                self.gpu.id,
+                self.count,
+                self.nodes,
+                self.pricing,
+                self.attrs["interconnect"],
+                self.attrs["tensor_parallel_suitable"],
+            )
+        if self.acquisition == "buy":
+            return ("buy", self.gpu.id, self.count, self.nodes)
+        return None
+
+    @cached_property
+    def price_order(self) -> tuple[float, str]:
+        """Cheapest first within a price group, then a stable tie-break."""
+        if self.acquisition == "rent":
+            return self.hourly_rent_usd, self.offer.id if self.offer else ""
+        return self.capex_usd, self.price_kind
 
 
 @dataclass(frozen=True)

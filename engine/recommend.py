@@ -458,30 +458,19 @@ class Advisor:
 def _same_but_price(
     option: Option, provider_matters: bool, price_kind_matters: bool
 ) -> tuple[object, ...] | None:
-    """What an option shares with options that differ from it only in price, when no rule looks at
-    what differs (the provider renting it; whether a bought GPU is new or used): of those, only the
+    """The option's price group (see `Option.price_group`) when no rule looks at what differs
+    within it (the provider renting it; whether a bought GPU is new or used): of a group only the
     cheapest can rank, as every measure of the ranking is at least as good for it. None when the
     option stands alone."""
-    if option.acquisition == "rent" and not provider_matters:
-        return (
-            "rent",
-            option.gpu.id,
-            option.count,
-            option.nodes,
-            option.pricing,
-            option.attrs["interconnect"],
-            option.attrs["tensor_parallel_suitable"],
-        )
-    if option.acquisition == "buy" and not price_kind_matters:
-        return ("buy", option.gpu.id, option.count, option.nodes)
-    return None
+    if (option.acquisition == "rent" and provider_matters) or (
+        option.acquisition == "buy" and price_kind_matters
+    ):
+        return None
+    return option.price_group
 
 
 def _price_order(option: Option) -> tuple[float, str]:
-    """Cheapest first, then a stable tie-break."""
-    if option.acquisition == "rent":
-        return option.hourly_rent_usd, option.offer.id if option.offer else ""
-    return option.capex_usd, str(option.attrs["price_kind"])
+    return option.price_order
 
 
 def _cheapest_when_lifted(
