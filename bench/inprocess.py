@@ -39,18 +39,33 @@ def timed_calls(
     return times
 
 
-def scaled_kb(kb: KB, factor: int) -> KB:
-    """The KB with every GPU and every offer present `factor` times (synthetic copies `<id>-xN`)."""
+def scaled_kb(kb: KB, factor: int, *, gpus_too: bool = True) -> KB:
+    """The KB with every offer present `factor` times (synthetic copies `<id>-xN`), and with
+    `gpus_too` every GPU as well (each copied offer then rents the copied GPU)."""
     gpus = dict(kb.gpus)
     offers = dict(kb.offers)
     for n in range(2, factor + 1):
-        for gpu in kb.gpus.values():
-            copy_id = f"{gpu.id}-x{n}"
-            gpus[copy_id] = gpu.model_copy(update={"id": copy_id, "aliases": []})
+        if gpus_too:
+            for gpu in kb.gpus.values():
+                copy_id = f"{gpu.id}-x{n}"
+                gpus[copy_id] = gpu.model_copy(update={"id": copy_id, "aliases": []})
         for offer in kb.offers.values():
             copy_id = f"{offer.id}-x{n}"
-            offers[copy_id] = offer.model_copy(update={"id": copy_id, "gpu": f"{offer.gpu}-x{n}"})
+            gpu_id = f"{offer.gpu}-x{n}" if gpus_too else offer.gpu
+            offers[copy_id] = offer.model_copy(update={"id": copy_id, "gpu": gpu_id})
     return dataclasses.replace(kb, gpus=MappingProxyType(gpus), offers=MappingProxyType(offers))
+
+
+def cold_calls(advisor: Advisor, mix: list[RecommendRequest]) -> list[float]:
+    """Seconds of each request's first call on an advisor that has answered nothing yet (its option
+    lists not yet built)."""
+    fresh = Advisor(advisor.kb, advisor.rules, advisor.rules_root)
+    times = []
+    for request in mix:
+        start = time.perf_counter()
+        fresh.recommend(request)
+        times.append(time.perf_counter() - start)
+    return times
 
 
 def run(rounds: int, scale_rounds: int) -> dict[str, Any]:
@@ -62,18 +77,25 @@ def run(rounds: int, scale_rounds: int) -> dict[str, Any]:
     )
     ref_times = timed_calls(reference.recommend, mix, max(1, rounds // 4))
     sizing = timed_calls(lambda r: sizing_facts(resolve(r, advisor.kb), advisor.kb), mix, rounds)
+    cold = cold_calls(advisor, mix)
     results: dict[str, Any] = {
         "requests_in_mix": len(mix),
         "durable": {"calls": len(durable), **summary_ms(durable)},
+        "cold": {"calls": len(cold), **summary_ms(cold)},
         "reference": {"calls": len(ref_times), **summary_ms(ref_times)},
         "sizing_alone": {"calls": len(sizing), **summary_ms(sizing)},
         "scale": {},
     }
-    for factor in (1, 5, 20):
-        kb = scaled_kb(advisor.kb, factor) if factor > 1 else advisor.kb
+    for name, factor, gpus_too in (
+        ("x1", 1, True),
+        ("x5", 5, True),
+        ("x20", 20, True),
+        ("offers x20", 20, False),
+    ):
+        kb = scaled_kb(advisor.kb, factor, gpus_too=gpus_too) if factor > 1 else advisor.kb
         scaled = Advisor(kb, advisor.rules, advisor.rules_root)
         times = timed_calls(scaled.recommend, mix, scale_rounds)
-        results["scale"][f"x{factor}"] = {
+        results["scale"][name] = {
             "gpus": len(kb.gpus),
             "offers": len(kb.offers),
             "calls": len(times),

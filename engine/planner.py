@@ -29,7 +29,7 @@ from engine.performance import (
     trained_params,
     training_speed,
 )
-from engine.policy import PLAN_ATTRIBUTES, Policy
+from engine.policy import PLAN_ATTRIBUTES, Filter, Policy
 from engine.sizing import GB
 from engine.workload import Job
 
@@ -264,12 +264,20 @@ class Planner:
 
     # --- one option ----------------------------------------------------------------------------
 
-    def screen(self, option: Option) -> Rejection | None:
-        """The first filter on hardware alone that rejects the option, before any sizing."""
-        for rule_filter in self.option_filters:
+    def split_option_filters(self, varying: frozenset[str]) -> tuple[tuple[Filter, ...], tuple[Filter, ...]]:
+        """The hardware filters that read none of the `varying` attributes, and those that read some."""
+        shared = tuple(f for f in self.option_filters if not varying & f.where.keys())
+        return shared, tuple(f for f in self.option_filters if varying & f.where.keys())
+
+    def screen(
+        self, option: Option, filters: tuple[Filter, ...] | None = None, *, early: bool = True
+    ) -> Rejection | None:
+        """The first filter on hardware alone that rejects the option, before any sizing (`filters`:
+        only these of the hardware filters; `early`: also the count and budget filters)."""
+        for rule_filter in self.option_filters if filters is None else filters:
             if rule_filter.rejects(option.attrs):
                 return Rejection(option, rule_filter.rule, rule_filter.message)
-        if self.early_filters:
+        if early and self.early_filters:
             known = self._count_attrs(option.count)
             if option.acquisition != "rent":  # spend is the capex (0 when owned), whatever the plan
                 budget = self.request.constraints.budget_usd

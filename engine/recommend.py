@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import NamedTuple
 
 from engine.candidates import Context, Option, context_for, latest_prices, options
 from engine.economics import spend
@@ -56,6 +57,15 @@ OPTION_CACHE_SIZE = 256
 REJECTED_PER_RULE = 3
 
 
+class Grouped(NamedTuple):
+    alone: tuple[Option, ...]
+    """options that stand alone (owned hardware)"""
+    groups: tuple[tuple[Option, ...], ...]
+    """options that differ only in price, each group cheapest first"""
+    varying: frozenset[str]
+    """attributes whose value differs inside some group"""
+
+
 @dataclass(frozen=True)
 class Search:
     candidates: list[Candidate]
@@ -82,6 +92,7 @@ class Advisor:
         self.prices_as_of = max((o.as_of for o in kb.offers.values()), default=None)
         self.rent_rates = _cheapest_rates(self.graph)
         self._options: dict[tuple[Context, int | None], tuple[Option, ...]] = {}
+        self._groups: dict[tuple[Context, int | None], Grouped] = {}
         self.buy_prices = {
             gpu.id: price.price_usd
             for gpu in kb.gpus.values()
@@ -145,9 +156,37 @@ class Advisor:
 
     def search(self, planner: Planner, ctx: Context, gpu_count: int | None) -> Search:
         """Plan every option that passes the hardware filters. Options that differ only in price are
-        sized once: the cheapest stands for the rest, unless a rule looks at what differs. Options of
-        several nodes are sized only for GPUs that one node cannot run the job on."""
-        return self.search_options(planner, self.options(ctx, gpu_count))
+        sized once: the cheapest that passes the filters stands for the rest, unless a rule looks at
+        what differs. Options of several nodes are sized only for GPUs that one node cannot run the
+        job on."""
+        if planner.reads_provider() or planner.reads("price_kind"):
+            return self.search_options(planner, self.options(ctx, gpu_count))
+        found: list[Candidate] = []
+        rejected: list[Rejection] = []
+        alone, groups, varying = self.grouped_options(ctx, gpu_count)
+        for option in alone:
+            screened = planner.screen(option)
+            if screened is not None:
+                rejected.append(screened)
+            else:
+                self._plan_into(planner, option, found, rejected)
+        shared_filters, own_filters = planner.split_option_filters(varying)
+        cheapest: list[Option] = []
+        for group in groups:
+            # Filters on what a group's options share judge the group once, by its cheapest;
+            # then, cheapest first, the first option that passes the rest stands for the group.
+            screened = planner.screen(group[0], shared_filters, early=False)
+            if screened is not None:
+                rejected.append(screened)
+                continue
+            for option in group:
+                screened = planner.screen(option, own_filters)
+                if screened is None:
+                    cheapest.append(option)
+                    break
+                rejected.append(screened)
+        self._plan_cheapest(planner, cheapest, found, rejected)
+        return Search(found, rejected)
 
     def search_options(self, planner: Planner, options: Iterable[Option]) -> Search:
         """`search` over the given options."""
@@ -168,17 +207,23 @@ class Advisor:
             held = cheapest.get(key)
             if held is None or _price_order(option) < _price_order(held):
                 cheapest[key] = option
-        for option in cheapest.values():
-            if option.nodes == 1 or planner.request.objective == "fastest":
-                self._plan_into(planner, option, found, rejected)
-        # Several nodes of a GPU only where one node of it cannot run the job: across nodes the link
-        # is slower and every measure but raw speed is worse (the `fastest` objective plans them all).
-        one_node = {(c.option.gpu.id, c.option.acquisition) for c in found}
-        for option in cheapest.values():
-            scale_out = option.nodes > 1 and planner.request.objective != "fastest"
-            if scale_out and (option.gpu.id, option.acquisition) not in one_node:
-                self._plan_into(planner, option, found, rejected)
+        self._plan_cheapest(planner, list(cheapest.values()), found, rejected)
         return Search(found, rejected)
+
+    def _plan_cheapest(
+        self, planner: Planner, cheapest: list[Option], found: list[Candidate], rejected: list[Rejection]
+    ) -> None:
+        """Plan the cheapest option of each price group: one node first, then several nodes only for
+        GPUs one node of which cannot run the job (across nodes the link is slower and every measure
+        but raw speed is worse; the `fastest` objective plans them all)."""
+        fastest = planner.request.objective == "fastest"
+        for option in cheapest:
+            if option.nodes == 1 or fastest:
+                self._plan_into(planner, option, found, rejected)
+        one_node = {(c.option.gpu.id, c.option.acquisition) for c in found}
+        for option in cheapest:
+            if option.nodes > 1 and not fastest and (option.gpu.id, option.acquisition) not in one_node:
+                self._plan_into(planner, option, found, rejected)
 
     def options(self, ctx: Context, gpu_count: int | None) -> tuple[Option, ...]:
         """The options for a context, built once per distinct context (a bounded cache)."""
@@ -188,6 +233,32 @@ class Advisor:
             if len(self._options) >= OPTION_CACHE_SIZE:
                 self._options.clear()
             found = self._options[key] = tuple(options(self.graph, ctx, gpu_count))
+        return found
+
+    def grouped_options(self, ctx: Context, gpu_count: int | None) -> Grouped:
+        """The options for a context as those that stand alone (owned) and price groups, each
+        cheapest first, with the attributes that differ inside some group; built once per context."""
+        key = (ctx, gpu_count)
+        found = self._groups.get(key)
+        if found is None:
+            if len(self._groups) >= OPTION_CACHE_SIZE:
+                self._groups.clear()
+            alone: list[Option] = []
+            groups: dict[tuple[object, ...], list[Option]] = {}
+            for option in self.options(ctx, gpu_count):
+                if option.price_group is None:
+                    alone.append(option)
+                else:
+                    groups.setdefault(option.price_group, []).append(option)
+            ordered = tuple(tuple(sorted(g, key=_price_order)) for g in groups.values())
+            varying = frozenset(
+                name
+                for group in ordered
+                for option in group[1:]
+                for name, value in option.attrs.items()
+                if group[0].attrs.get(name) != value
+            )
+            found = self._groups[key] = Grouped(tuple(alone), ordered, varying)
         return found
 
     @staticmethod
