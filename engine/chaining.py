@@ -21,7 +21,7 @@ from typing import Any
 from durable import engine as durable_engine
 
 from engine.compile import BEGIN, READY, SINK, as_fact, compile_rules
-from engine.models.rule import Rule, Scalar
+from engine.models.rule import Rule, Scalar, facts_in
 from engine.refengine import Facts, Firing, Outcome, fire
 
 RULESET = "rules"
@@ -83,6 +83,9 @@ class DurableEngine:
         self._host.register_rulesets({RULESET: copy.deepcopy(ruleset)})
         self._ruleset = self._host.get_ruleset(RULESET)
         self._requests: dict[str, _Request] = {}
+        # Only facts some rule reads are asserted: the others cannot match a pattern (all facts stay
+        # readable by actions through `known`).
+        self._read = frozenset(name for rule in rules for name, _ in facts_in(rule.when))
         self._sids: queue.Queue[str] = queue.Queue()
         for sid in distinct_hash_sids(POOL_SIZE):
             self._sids.put(sid)
@@ -97,7 +100,11 @@ class DurableEngine:
             request = self._requests[sid] = _Request(known=dict(facts))
             try:
                 self._host.assert_fact(RULESET, {"type": BEGIN, "sid": sid})
-                batch = [{**as_fact(name, value), "sid": sid} for name, value in facts.items()]
+                batch = [
+                    {**as_fact(name, value), "sid": sid}
+                    for name, value in facts.items()
+                    if name in self._read
+                ]
                 if batch:
                     self._ruleset.assert_facts(batch)
                 state = self._host.assert_fact(RULESET, {"type": READY, "sid": sid})

@@ -78,6 +78,15 @@ class Candidate:
         return {**self.option.attrs, **self.plan_attrs}
 
 
+@dataclass(slots=True)
+class _SizedSpec:
+    """A spec and, once needed, its memory per GPU (filled in place: the planner's own cache)."""
+
+    spec: Spec
+    memory: Breakdown | None = None
+    total: float = 0.0
+
+
 @dataclass(frozen=True)
 class Rejection:
     option: Option
@@ -133,6 +142,7 @@ class Planner:
         self._fitting: dict[tuple[int, int, float], tuple[list[Spec], float]] = {}
         self._sized: dict[tuple[int, int], tuple[list[tuple[Spec, float]], float]] = {}
         self._specs: dict[tuple[int, int], list[Spec]] = {}
+        self._spec_entries: dict[tuple[int, int], list[_SizedSpec]] = {}
         self._spec_attr_cache: dict[int, dict[str, Scalar]] = {}
         self._usage: dict[float | None, Usage] = {}
         self._decode_work: dict[Layout, DecodeWork] = {}
@@ -144,7 +154,7 @@ class Planner:
         relaxed = Planner(self.job, self.policy.without(rule), self.request)
         relaxed.rent_rates, relaxed.buy_prices = self.rent_rates, self.buy_prices
         relaxed._memory, relaxed._sized, relaxed._fitting = self._memory, self._sized, self._fitting
-        relaxed._specs = self._specs
+        relaxed._specs, relaxed._spec_entries = self._specs, self._spec_entries
         relaxed._speeds, relaxed._decode_work, relaxed._trained = (
             self._speeds,
             self._decode_work,
@@ -254,6 +264,14 @@ class Planner:
             found = self._sized[key] = (sized, least)
         return found
 
+    def _entries(self, count: int, per_node: int) -> list[_SizedSpec]:
+        """The specs for this many GPUs, each with its memory once it has been needed."""
+        key = (count, per_node)
+        found = self._spec_entries.get(key)
+        if found is None:
+            found = self._spec_entries[key] = [_SizedSpec(spec) for spec in self.specs_for(count, per_node)]
+        return found
+
     def specs_for(self, count: int, per_node: int) -> list[Spec]:
         """`specs` as a list, built once per count."""
         key = (count, per_node)
@@ -312,12 +330,14 @@ class Planner:
         rules: set[str] = set()
         fitted = False
         # Specs in preference order, each sized only when reached: most options take an early one.
-        for spec in self.specs_for(option.count, option.gpus_per_node):
-            memory = self.memory(spec.layout)
-            if memory.total > usable:
+        for entry in self._entries(option.count, option.gpus_per_node):
+            if entry.memory is None:
+                entry.memory = self.memory(entry.spec.layout)
+                entry.total = entry.memory.total
+            if entry.total > usable:
                 continue
             fitted = True
-            outcome = self._try(option, spec, capacity, memory)
+            outcome = self._try(option, entry.spec, capacity, entry.memory)
             if isinstance(outcome, Candidate):
                 return outcome
             if outcome is not None:
