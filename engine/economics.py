@@ -40,8 +40,10 @@ def usage(
     return Usage(busy, busy / horizon_hours, run_hours, horizon_hours, usd_per_kwh)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class Costs:
+    """An option's costs (a value: never changed once made; not frozen as searches make hundreds)."""
+
     capex_usd: float
     hourly_usd: float
     monthly_usd: float

@@ -45,8 +45,10 @@ TP_TRAINING_COMM_FACTOR = 3
 2021, arXiv 2104.04473, Sec. 3.2: 2 all-reduces forward and 2 backward per layer, gradients included)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class Speed:
+    """A plan's speed (a value: never changed once made; not frozen as searches make hundreds)."""
+
     tokens_per_s: float
     """per sequence (inference) or per replica (training)"""
     aggregate_tokens_per_s: float
