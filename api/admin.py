@@ -61,6 +61,7 @@ def reload(request: Request) -> Reloaded | JSONResponse:
                 problems=[str(problem) for problem in invalid.problems],
             )
             return JSONResponse(status_code=409, content=refused.model_dump())
+        fresh.warm()
         request.app.state.advisor = fresh
         request.app.state.kb_changed()
     return Reloaded(

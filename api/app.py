@@ -50,6 +50,7 @@ def create_app(
         app.state.advisor = advisor or load_advisor(
             kb_root or paths.kb_dir(), rules_at, paths.data_dir(), date.today()
         )
+        app.state.advisor.warm()
         yield
 
     app = FastAPI(

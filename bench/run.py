@@ -115,7 +115,7 @@ def report(
     ]
     for name, row in (
         ("durable-rules (the mix, repeated)", durable),
-        ("first call of each request, fresh advisor", inproc["cold"]),
+        ("first call of each request, fresh advisor warmed as at start-up", inproc["cold"]),
         ("reference engine", reference),
         ("sizing math alone", sizing),
     ):

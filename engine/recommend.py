@@ -99,6 +99,16 @@ class Advisor:
             if (price := latest_prices(gpu.prices).get("new")) is not None
         }
 
+    def warm(self) -> None:
+        """Build the option lists of the commonest contexts (each OS, spot allowed or not, nothing
+        owned or named) now, so the first request of each does not pay for them (tens of ms)."""
+        for os_name in ("linux", "windows", "macos"):
+            for spot in (False, True):
+                ctx = Context(
+                    os=os_name, vendors=None, providers=None, spot=spot, owned=(), extra_counts=frozenset()
+                )
+                self.grouped_options(ctx, None)
+
     def open_sessions(self) -> int:
         """Rule-engine sessions open now (durable keeps one per request in flight; the reference none)."""
         live = getattr(self.engine, "live_sessions", None)
