@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Response
 
 from api.openapi import RECOMMEND_EXAMPLES
 from engine.models.kb import Gpu, Model, Offer, Provider
@@ -42,11 +42,14 @@ CurrentAdvisor = Annotated[Advisor, Depends(current_advisor)]
 )
 def recommend(
     body: Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)], advisor: CurrentAdvisor
-) -> RecommendResponse:
+) -> Response:
     """Ranked hardware recommendations for one workload, each with its memory per GPU, speed, cost
     and a traced justification. A request no option can satisfy is a 200 with `feasible: false`,
     the reason in `summary`, and in `relaxation` the constraint whose relaxing helps."""
-    return advisor.recommend(body)
+    # The engine built the response model, so it is valid: serialize it straight to JSON rather
+    # than have the framework validate it again and encode it through the json module.
+    answer = advisor.recommend(body)
+    return Response(content=answer.model_dump_json(), media_type="application/json")
 
 
 @router.get("/healthz", response_model=Health, tags=["service"])
