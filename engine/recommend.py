@@ -73,7 +73,8 @@ class Search:
 
 
 class Advisor:
-    """A loaded KB and rule set, ready to answer requests (thread-safe: nothing changes after init)."""
+    """A loaded KB and rule set, ready to answer requests. Thread-safe: the KB and rules never change,
+    and the option caches only gain entries computed from them (a race computes one twice)."""
 
     def __init__(
         self, kb: KB, rules: Sequence[Rule], rules_root: Path | None = None, engine: RuleEngine | None = None
