@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine import cache, paths
+from engine.models.kb import KIND_MODELS
 from engine.problems import KBInvalid
 from engine.recommend import load_advisor
 
@@ -27,16 +28,7 @@ def test_a_cached_kb_equals_the_one_read(cache_at: Path) -> None:
     assert len(list(cache_at.glob("kb-*.json"))) == 1
     cached = load_advisor(paths.kb_dir(), paths.rules_dir(), paths.data_dir(), TODAY)
     assert not cached.kb.origins  # it came from the cache, not from the YAML files
-    for kind in (
-        "gpus",
-        "interconnects",
-        "precisions",
-        "stacks",
-        "platforms",
-        "providers",
-        "offers",
-        "models",
-    ):
+    for kind in KIND_MODELS:
         assert cached.kb.of_kind(kind) == fresh.kb.of_kind(kind), kind
     assert cached.rules == fresh.rules
     assert cached.version == fresh.version and cached.kb.version == fresh.kb.version
