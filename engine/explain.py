@@ -118,6 +118,11 @@ def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
         f"Needs {memory.total / GB:.1f} GB of {vram:g} GB per GPU ({candidate.headroom_pct:.0f}% free);"
         f" {speed_words(candidate)}; {cost_words(candidate)}.",
     ]
+    if memory.host > 0:  # ZeRO-Offload keeps optimizer states in CPU RAM (Ren et al. 2021)
+        per_node = memory.host * candidate.option.gpus_per_node / GB
+        parts.append(
+            f"CPU offload keeps {per_node:,.0f} GB per node in host RAM: the machine needs that much."
+        )
     if candidate.copies > 1:
         parts.append(f"{candidate.copies} copies meet the serving demand.")
     parts.extend(reasons)

@@ -67,6 +67,8 @@ class Breakdown:
     activations: float
     kv_cache: float
     overhead: float
+    host: float = 0.0
+    """Bytes each GPU's process keeps in host RAM (CPU offload), not counted in `total`."""
 
     @property
     def total(self) -> float:
@@ -146,6 +148,7 @@ def _full_training(job: Job, layout: Layout) -> Breakdown:
         activations=_activations(job, layout),
         kv_cache=0.0,
         overhead=CUDA_CONTEXT_BYTES,
+        host=states.host_bytes,
     )
 
 

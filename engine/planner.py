@@ -41,6 +41,7 @@ PROVIDER_ATTRIBUTES = frozenset({"provider", "provider_hosts", "provider_allowed
 EARLY_ATTRIBUTES = frozenset({"gpu_count", "within_max_gpus", "matches_gpu_count", "within_budget"})
 """Plan attributes that can be known before sizing: the GPU count (unless a serving fleet may add
 copies of the option) and, for a bought or owned option, whether its capex is within the budget."""
+GIB = 2**30
 MEMORY_RULE = "memory"
 """Rejections for memory name the rule that requires `fits`, or this when no rule does."""
 
@@ -332,12 +333,17 @@ class Planner:
         first: Rejection | None = None
         rules: set[str] = set()
         fitted = False
+        host_short: float | None = None
         # Specs in preference order, each sized only when reached: most options take an early one.
         for entry in self._entries(option.count, option.gpus_per_node):
             if entry.memory is None:
                 entry.memory = self.memory(entry.spec.layout)
                 entry.total = entry.memory.total
             if entry.total > usable:
+                continue
+            host = entry.memory.host * option.gpus_per_node
+            if host > 0 and host > self._host_usable(option):
+                host_short = host  # CPU offload needs more RAM than the machine has
                 continue
             fitted = True
             outcome = self._try(option, entry.spec, capacity, entry.memory)
@@ -348,10 +354,25 @@ class Planner:
                 first = first or outcome
         if fitted:
             return None if first is None else Rejection(option, first.rule, first.reason, frozenset(rules))
+        if host_short is not None:
+            return Rejection(option, self.fits_rule, self._host_too_small(option, host_short))
         _, least = self._sized_specs(option.count, option.gpus_per_node)
         if least == float("inf"):
             return None  # no layout for this many GPUs (no multi-GPU strategy applies)
         return Rejection(option, self.fits_rule, self._too_small(option, least, capacity))
+
+    def _host_usable(self, option: Option) -> float:
+        """Host RAM one node of the option offers less the headroom (bytes); unlimited when unknown
+        (hardware bought is configured to order; the why states what offload needs)."""
+        ram = option.offer.memory_gib if option.offer is not None else None
+        return float("inf") if ram is None else ram * GIB * (1 - self.headroom)
+
+    def _host_too_small(self, option: Option, needed: float) -> str:
+        ram = option.offer.memory_gib if option.offer is not None else 0
+        return (
+            f"CPU offload needs {needed / GB:,.0f} GB of host RAM per node; "
+            f"{option.offer.instance_type if option.offer else option.gpu.name} has {ram:g} GiB"
+        )
 
     def _too_small(self, option: Option, least: float, capacity: float) -> str:
         count = f"{option.count} x " if option.count > 1 else ""

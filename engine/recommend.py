@@ -225,13 +225,18 @@ class Advisor:
         self, planner: Planner, cheapest: list[Option], found: list[Candidate], rejected: list[Rejection]
     ) -> None:
         """Plan the cheapest option of each price group: one node first, then several nodes only for
-        GPUs one node of which cannot run the job (across nodes the link is slower and every measure
-        but raw speed is worse; the `fastest` objective plans them all)."""
+        GPUs one node of which cannot run the job as asked, in the method and precision requested
+        (across nodes the link is slower and every measure but raw speed is worse; the `fastest`
+        objective plans them all)."""
         fastest = planner.request.objective == "fastest"
         for option in cheapest:
             if option.nodes == 1 or fastest:
                 self._plan_into(planner, option, found, rejected)
-        one_node = {(c.option.gpu.id, c.option.acquisition) for c in found}
+        one_node = {
+            (c.option.gpu.id, c.option.acquisition)
+            for c in found
+            if not c.plan_attrs["method_changed"] and not c.plan_attrs["precision_changed"]
+        }
         for option in cheapest:
             if option.nodes > 1 and not fastest and (option.gpu.id, option.acquisition) not in one_node:
                 self._plan_into(planner, option, found, rejected)

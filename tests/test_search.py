@@ -12,7 +12,7 @@ import pytest
 from engine.candidates import context_for
 from engine.kb import KB
 from engine.models.request import RecommendRequest
-from engine.planner import Candidate
+from engine.planner import Candidate, Rejection
 from engine.policy import policy_from
 from engine.recommend import Advisor, identity_key
 from engine.workload import resolve
@@ -90,3 +90,46 @@ def test_the_relaxation_finds_what_an_exhaustive_search_finds(name: str) -> None
     relaxed = base.search_options(planner.without(response.relaxation.rule), every).candidates
     cheapest: Candidate = min(relaxed, key=lambda c: (c.costs.horizon_cost_usd, identity_key(c)))
     assert cheapest.option.gpu.name in response.relaxation.message
+
+
+OFFLOAD_REQUEST = {
+    "workload": {"task": "full_finetune", "params_b": 3, "seq_len": 512},
+    "constraints": {"acquisition": "rent", "max_gpus": 1, "allow_quantization": False},
+    "objective": "cheapest",
+}
+
+
+def _plan_of(adv: Advisor, offer_id: str, task: str = "full_finetune") -> object:
+    body = {**OFFLOAD_REQUEST, "workload": {**OFFLOAD_REQUEST["workload"], "task": task}}  # type: ignore[dict-item]
+    request = RecommendRequest.model_validate(body)
+    job = resolve(request, adv.kb)
+    policy = policy_from(adv.engine.run(adv.facts(request, job)), adv.rules)
+    planner = adv.planner(job, policy, request)
+    ctx = context_for(request, spot="spot" in policy.suggested("pricing"))
+    (option,) = [o for o in adv.options(ctx, None) if o.offer is not None and o.offer.id == offer_id]
+    return planner.plan(option)
+
+
+def test_cpu_offload_needs_the_host_ram_to_hold_the_optimizer_states() -> None:
+    """ZeRO-Offload keeps fp32 master weights and Adam moments in host RAM, 12 bytes per parameter
+    (Ren et al. 2021, arXiv 2101.06840): 36 GB for 3B parameters, more with the gradients' buffers.
+    A 16 GB RTX 4060 Ti fits the GPU side; the machine must hold the rest."""
+    base = advisor()
+    offer_id = next(
+        o.id for o in base.kb.offers.values() if o.gpu == "nvidia-rtx-4060-ti-16gb" and o.memory_gib
+    )
+    planned = _plan_of(base, offer_id)
+    assert isinstance(planned, Candidate) and planned.spec.layout.offload
+    assert planned.memory.host >= 36e9
+    small = dict(base.kb.offers)
+    small[offer_id] = base.kb.offers[offer_id].model_copy(update={"memory_gib": 16})
+    tight = Advisor(dataclasses.replace(base.kb, offers=MappingProxyType(small)), base.rules, base.rules_root)
+    replanned = _plan_of(tight, offer_id)
+    # With 16 GiB of RAM the offload plan is gone: the machine falls back to a lighter method that
+    # keeps nothing in host RAM (LoRA), ranked as a last resort.
+    assert isinstance(replanned, Candidate)
+    assert not replanned.spec.layout.offload and replanned.memory.host == 0
+    assert replanned.spec.layout.method != "full_finetune"
+    # Pretraining has no lighter method to fall back to: the option is rejected, saying why.
+    rejected = _plan_of(tight, offer_id, task="pretrain")
+    assert isinstance(rejected, Rejection) and "host RAM per node" in rejected.reason
