@@ -74,10 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     advise.add_argument("request", nargs="?", type=Path, help="request file (.yaml, .yml or .json)")
     for flag in FLAGS:
         if flag.kind == "bool":
-            advise.add_argument(flag.option, action="store_true", help=flag.help)
+            advise.add_argument(flag.name, action="store_true", help=flag.help)
         else:
             kind = {"float": float, "int": int}.get(flag.kind, str)
-            advise.add_argument(flag.option, type=kind, choices=flag.choices, help=flag.help)
+            advise.add_argument(flag.name, type=kind, choices=flag.choices, help=flag.help)
     advise.add_argument("--json", action="store_true", help="print the API's JSON response instead")
     advise.add_argument("--trace", action="store_true", help="also print the rule trace")
     _kb_option(advise)

@@ -143,10 +143,8 @@ class Planner:
         )
         self._memory: dict[Layout, Breakdown] = {}
         self._speeds: dict[tuple[str, Layout, Links, int], Speed | None] = {}
-        self._fitting: dict[tuple[int, int, float], tuple[list[Spec], float]] = {}
-        self._sized: dict[tuple[int, int], tuple[list[tuple[Spec, float]], float]] = {}
-        self._specs: dict[tuple[int, int], list[Spec]] = {}
         self._spec_entries: dict[tuple[int, int], list[_SizedSpec]] = {}
+        self._least_memory: dict[tuple[int, int], float] = {}
         self._spec_attr_cache: dict[int, dict[str, Scalar]] = {}
         self._usage: dict[float | None, Usage] = {}
         self._decode_work: dict[Layout, DecodeWork] = {}
@@ -157,8 +155,8 @@ class Planner:
         memory, layout and speed caches are shared (what makes the infeasibility search cheap)."""
         relaxed = Planner(self.job, self.policy.without(rule), self.request)
         relaxed.rent_rates, relaxed.buy_prices = self.rent_rates, self.buy_prices
-        relaxed._memory, relaxed._sized, relaxed._fitting = self._memory, self._sized, self._fitting
-        relaxed._specs, relaxed._spec_entries = self._specs, self._spec_entries
+        relaxed._memory, relaxed._spec_entries = self._memory, self._spec_entries
+        relaxed._least_memory = self._least_memory
         relaxed._speeds, relaxed._decode_work, relaxed._trained = (
             self._speeds,
             self._decode_work,
@@ -250,39 +248,34 @@ class Planner:
     def fitting(self, count: int, per_node: int, capacity_gb: float) -> tuple[list[Spec], float]:
         """Specs that fit `capacity_gb` per GPU less the headroom, in preference order, and the least
         memory per GPU any spec needs (bytes)."""
-        key = (count, per_node, capacity_gb)
-        found = self._fitting.get(key)
-        if found is None:
-            sized, least = self._sized_specs(count, per_node)
-            usable = capacity_gb * GB * (1 - self.headroom)
-            found = self._fitting[key] = ([spec for spec, total in sized if total <= usable], least)
-        return found
+        usable = capacity_gb * GB * (1 - self.headroom)
+        entries = [self._sized(entry) for entry in self._entries(count, per_node)]
+        return [e.spec for e in entries if e.total <= usable], self._least(count, per_node)
 
-    def _sized_specs(self, count: int, per_node: int) -> tuple[list[tuple[Spec, float]], float]:
-        """Every spec for this many GPUs with its memory per GPU (bytes), and the least of those."""
+    def _least(self, count: int, per_node: int) -> float:
+        """The least memory per GPU any spec for this many GPUs needs (bytes; inf when none)."""
         key = (count, per_node)
-        found = self._sized.get(key)
+        found = self._least_memory.get(key)
         if found is None:
-            sized = [(spec, self.memory(spec.layout).total) for spec in self.specs_for(count, per_node)]
-            least = min((total for _, total in sized), default=float("inf"))
-            found = self._sized[key] = (sized, least)
+            entries = self._entries(count, per_node)
+            found = self._least_memory[key] = min(
+                (self._sized(e).total for e in entries), default=float("inf")
+            )
         return found
 
     def _entries(self, count: int, per_node: int) -> list[_SizedSpec]:
-        """The specs for this many GPUs, each with its memory once it has been needed."""
+        """The specs for this many GPUs in preference order, each sized once it has been needed."""
         key = (count, per_node)
         found = self._spec_entries.get(key)
         if found is None:
-            found = self._spec_entries[key] = [_SizedSpec(spec) for spec in self.specs_for(count, per_node)]
+            found = self._spec_entries[key] = [_SizedSpec(spec) for spec in self.specs(count, per_node)]
         return found
 
-    def specs_for(self, count: int, per_node: int) -> list[Spec]:
-        """`specs` as a list, built once per count."""
-        key = (count, per_node)
-        found = self._specs.get(key)
-        if found is None:
-            found = self._specs[key] = list(self.specs(count, per_node))
-        return found
+    def _sized(self, entry: _SizedSpec) -> _SizedSpec:
+        if entry.memory is None:
+            entry.memory = self.memory(entry.spec.layout)
+            entry.total = entry.memory.total
+        return entry
 
     # --- one option ----------------------------------------------------------------------------
 
@@ -336,17 +329,16 @@ class Planner:
         host_short: float | None = None
         # Specs in preference order, each sized only when reached: most options take an early one.
         for entry in self._entries(option.count, option.gpus_per_node):
-            if entry.memory is None:
-                entry.memory = self.memory(entry.spec.layout)
-                entry.total = entry.memory.total
+            memory = entry.memory or self._sized(entry).memory  # inline check: the hot path
+            assert memory is not None
             if entry.total > usable:
                 continue
-            host = entry.memory.host * option.gpus_per_node
+            host = memory.host * option.gpus_per_node
             if host > 0 and host > self._host_usable(option):
                 host_short = host  # CPU offload needs more RAM than the machine has
                 continue
             fitted = True
-            outcome = self._try(option, entry.spec, capacity, entry.memory)
+            outcome = self._try(option, entry.spec, capacity, memory)
             if isinstance(outcome, Candidate):
                 return outcome
             if outcome is not None:
@@ -356,7 +348,7 @@ class Planner:
             return None if first is None else Rejection(option, first.rule, first.reason, frozenset(rules))
         if host_short is not None:
             return Rejection(option, self.fits_rule, self._host_too_small(option, host_short))
-        _, least = self._sized_specs(option.count, option.gpus_per_node)
+        least = self._least(option.count, option.gpus_per_node)
         if least == float("inf"):
             return None  # no layout for this many GPUs (no multi-GPU strategy applies)
         return Rejection(option, self.fits_rule, self._too_small(option, least, capacity))

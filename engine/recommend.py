@@ -203,22 +203,17 @@ class Advisor:
         """`search` over the given options."""
         found: list[Candidate] = []
         rejected: list[Rejection] = []
-        cheapest: dict[tuple[object, ...], Option] = {}
-        provider_matters = planner.reads_provider()
-        price_kind_matters = planner.reads("price_kind")
+        passing: list[Option] = []
         for option in options:
             screened = planner.screen(option)
-            if screened is not None:
+            if screened is None:
+                passing.append(option)
+            else:
                 rejected.append(screened)
-                continue
-            key = _same_but_price(option, provider_matters, price_kind_matters)
-            if key is None:
-                self._plan_into(planner, option, found, rejected)
-                continue
-            held = cheapest.get(key)
-            if held is None or _price_order(option) < _price_order(held):
-                cheapest[key] = option
-        self._plan_cheapest(planner, list(cheapest.values()), found, rejected)
+        alone, cheapest = cheapest_per_group(planner, passing)
+        for option in alone:
+            self._plan_into(planner, option, found, rejected)
+        self._plan_cheapest(planner, cheapest, found, rejected)
         return Search(found, rejected)
 
     def _plan_cheapest(
@@ -266,7 +261,7 @@ class Advisor:
                     alone.append(option)
                 else:
                     groups.setdefault(option.price_group, []).append(option)
-            ordered = tuple(tuple(sorted(g, key=_price_order)) for g in groups.values())
+            ordered = tuple(tuple(sorted(g, key=lambda o: o.price_order)) for g in groups.values())
             varying = frozenset(
                 name
                 for group in ordered
@@ -542,22 +537,27 @@ class Advisor:
         return found
 
 
-def _same_but_price(
-    option: Option, provider_matters: bool, price_kind_matters: bool
-) -> tuple[object, ...] | None:
-    """The option's price group (see `Option.price_group`) when no rule looks at what differs
-    within it (the provider renting it; whether a bought GPU is new or used): of a group only the
-    cheapest can rank, as every measure of the ranking is at least as good for it. None when the
-    option stands alone."""
-    if (option.acquisition == "rent" and provider_matters) or (
-        option.acquisition == "buy" and price_kind_matters
-    ):
-        return None
-    return option.price_group
-
-
-def _price_order(option: Option) -> tuple[float, str]:
-    return option.price_order
+def cheapest_per_group(planner: Planner, options: Iterable[Option]) -> tuple[list[Option], list[Option]]:
+    """The options that stand alone, and the cheapest of each price group (`Option.price_group`).
+    A group is only formed when no rule looks at what differs within it (the provider renting it;
+    whether a bought GPU is new or used): then only its cheapest can rank, as every measure of the
+    ranking is at least as good for it."""
+    provider_matters, price_kind_matters = planner.reads_provider(), planner.reads("price_kind")
+    alone: list[Option] = []
+    cheapest: dict[tuple[object, ...], Option] = {}
+    for option in options:
+        group = option.price_group
+        if (
+            group is None
+            or (option.acquisition == "rent" and provider_matters)
+            or (option.acquisition == "buy" and price_kind_matters)
+        ):
+            alone.append(option)
+            continue
+        held = cheapest.get(group)
+        if held is None or option.price_order < held.price_order:
+            cheapest[group] = option
+    return alone, list(cheapest.values())
 
 
 def _cheapest_when_lifted(
@@ -567,18 +567,12 @@ def _cheapest_when_lifted(
     (also when none can cost less than `to_beat`). Of options that differ only in price the
     cheapest stands for the rest; they are planned from the lowest possible cost up, stopping as
     soon as no remaining option can be cheaper than the best found."""
-    cheapest: dict[object, Option] = {}
-    provider_matters, price_kind_matters = relaxed.reads_provider(), relaxed.reads("price_kind")
-    for option in options:
-        key = _same_but_price(option, provider_matters, price_kind_matters) or id(option)
-        held = cheapest.get(key)
-        if held is None or _price_order(option) < _price_order(held):
-            cheapest[key] = option
+    alone, cheapest = cheapest_per_group(relaxed, options)
     busy = (
         None if relaxed.job.training_tokens is not None else relaxed.usage(relaxed.job.job_hours).busy_hours
     )
     floors = sorted(
-        ((_cost_floor(o, busy), i, o) for i, o in enumerate(cheapest.values())), key=lambda t: t[:2]
+        ((_cost_floor(o, busy), i, o) for i, o in enumerate(alone + cheapest)), key=lambda t: t[:2]
     )
     best: Candidate | None = None
     for floor, _, option in floors:

@@ -23,103 +23,106 @@ class RequestInputError(ValueError):
 
 @dataclass(frozen=True)
 class Flag:
-    """One command-line flag and the request field it sets."""
+    """One command-line flag and the request field it sets. Its help and choices come from the
+    field's description and enum in the request's JSON Schema, so they cannot drift from the API."""
 
-    option: str
     path: tuple[str, ...]
     kind: str  # "float" | "int" | "str" | "bool" | "list" | "hardware" | "hardware-list"
-    help: str
-    choices: tuple[str, ...] | None = None
+    option: str | None = None
+    """default: `--` and the field name with dashes"""
+    usage: str | None = None
+    """help for a flag whose form differs from the field's (GPU[:COUNT], a negated switch)"""
 
+    @property
+    def name(self) -> str:
+        return self.option or "--" + self.path[-1].replace("_", "-")
+
+    @property
+    def help(self) -> str:
+        return self.usage or str(_field_schema(self.path).get("description", ""))
+
+    @property
+    def choices(self) -> tuple[str, ...] | None:
+        """The field's enum values, for a single-valued string flag."""
+        if self.kind != "str":
+            return None
+        field = _field_schema(self.path)
+        for node in [field, *field.get("anyOf", [])]:
+            if "enum" in node:
+                return tuple(str(value) for value in node["enum"])
+        return None
+
+
+def _field_schema(path: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON Schema of the request field at `path`, with `$ref`s followed."""
+    schema = _REQUEST_SCHEMA
+    node: dict[str, Any] = schema
+    for key in path:
+        node = _resolved(node, schema)["properties"][key]
+    return node
+
+
+def _resolved(node: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    candidates: list[dict[str, Any]] = [node, *node.get("anyOf", [])]
+    for candidate in candidates:
+        if "$ref" in candidate:
+            found: dict[str, Any] = schema["$defs"][candidate["$ref"].rsplit("/", 1)[-1]]
+            return found
+        if "properties" in candidate:
+            return candidate
+    return node
+
+
+_REQUEST_SCHEMA = RecommendRequest.model_json_schema()
 
 FLAGS: tuple[Flag, ...] = (
+    Flag(("workload", "task"), "str"),
+    Flag(("workload", "model"), "str", usage="KB model id, e.g. llama-3-1-8b (GET /models lists them)"),
+    Flag(("workload", "params_b"), "float"),
+    Flag(("workload", "active_params_b"), "float"),
+    Flag(("workload", "precision"), "str"),
+    Flag(("workload", "kv_cache_precision"), "str"),
+    Flag(("workload", "optimizer"), "str"),
+    Flag(("workload", "batch_size"), "int"),
+    Flag(("workload", "seq_len"), "int"),
+    Flag(("workload", "lora_rank"), "int"),
+    Flag(("workload", "training_tokens_b"), "float"),
+    Flag(("workload", "job_hours"), "float"),
+    Flag(("constraints", "budget_usd"), "float"),
+    Flag(("constraints", "acquisition"), "str"),
+    Flag(("constraints", "os"), "str"),
+    Flag(("constraints", "on_prem_only"), "bool"),
+    Flag(("constraints", "utilization_pct"), "float"),
+    Flag(("constraints", "hours_per_week"), "float"),
+    Flag(("constraints", "horizon_months"), "float"),
+    Flag(("constraints", "interruptible"), "bool"),
+    Flag(("constraints", "providers"), "list", usage="allowed provider ids, comma-separated"),
     Flag(
-        "--task",
-        ("workload", "task"),
-        "str",
-        "inference | pretrain | full_finetune | lora | qlora",
-        ("inference", "pretrain", "full_finetune", "lora", "qlora"),
+        ("constraints", "vendors"), "list", usage="allowed vendors, comma-separated: nvidia,amd,intel,apple"
     ),
-    Flag("--model", ("workload", "model"), "str", "KB model id, e.g. llama-3-1-8b (see GET /models)"),
-    Flag("--params-b", ("workload", "params_b"), "float", "total parameters, billions"),
+    Flag(("constraints", "max_gpus"), "int"),
+    Flag(("constraints", "gpu_count"), "int"),
     Flag(
-        "--active-params-b", ("workload", "active_params_b"), "float", "MoE: parameters per token, billions"
+        ("constraints", "parallelism"),
+        "list",
+        usage="strategies already chosen, comma-separated, e.g. zero-3",
     ),
     Flag(
-        "--precision",
-        ("workload", "precision"),
-        "str",
-        "fp32 | fp16 | bf16 | fp8 | int8 | int4",
-        ("fp32", "fp16", "bf16", "fp8", "int8", "int4"),
-    ),
-    Flag(
-        "--kv-cache-precision",
-        ("workload", "kv_cache_precision"),
-        "str",
-        "fp16 | bf16 | fp8 | int8",
-        ("fp16", "bf16", "fp8", "int8"),
-    ),
-    Flag(
-        "--optimizer",
-        ("workload", "optimizer"),
-        "str",
-        "adamw | adam | adamw_8bit | sgd | adafactor",
-        ("adamw", "adam", "adamw_8bit", "sgd", "adafactor"),
-    ),
-    Flag("--batch-size", ("workload", "batch_size"), "int", "sequences in flight per step"),
-    Flag("--seq-len", ("workload", "seq_len"), "int", "tokens per sequence (prompt + generated)"),
-    Flag("--lora-rank", ("workload", "lora_rank"), "int", "LoRA rank (lora, qlora)"),
-    Flag("--training-tokens-b", ("workload", "training_tokens_b"), "float", "tokens to train on, billions"),
-    Flag("--job-hours", ("workload", "job_hours"), "float", "your estimate of the job's wall-clock hours"),
-    Flag(
-        "--budget-usd", ("constraints", "budget_usd"), "float", "capex when buying; total spend when renting"
-    ),
-    Flag("--acquisition", ("constraints", "acquisition"), "str", "buy | rent | any", ("buy", "rent", "any")),
-    Flag(
-        "--os",
-        ("constraints", "os"),
-        "str",
-        "your OS: linux | windows | macos",
-        ("linux", "windows", "macos"),
-    ),
-    Flag("--on-prem-only", ("constraints", "on_prem_only"), "bool", "data may not leave owned hardware"),
-    Flag("--utilization-pct", ("constraints", "utilization_pct"), "float", "expected busy share, percent"),
-    Flag("--hours-per-week", ("constraints", "hours_per_week"), "float", "expected busy hours per week"),
-    Flag("--horizon-months", ("constraints", "horizon_months"), "float", "comparison horizon, months"),
-    Flag("--interruptible", ("constraints", "interruptible"), "bool", "the job tolerates spot preemption"),
-    Flag("--providers", ("constraints", "providers"), "list", "allowed provider ids, comma-separated"),
-    Flag("--vendors", ("constraints", "vendors"), "list", "allowed vendors: nvidia,amd,intel,apple"),
-    Flag("--max-gpus", ("constraints", "max_gpus"), "int", "at most this many GPUs"),
-    Flag("--gpu-count", ("constraints", "gpu_count"), "int", "exactly this many GPUs"),
-    Flag("--parallelism", ("constraints", "parallelism"), "list", "strategy already chosen, e.g. zero-3"),
-    Flag(
-        "--owned",
         ("constraints", "existing_hardware"),
         "hardware-list",
+        "--owned",
         "hardware you own, GPU[:COUNT], comma-separated, e.g. nvidia-rtx-4090:2",
     ),
-    Flag("--target", ("constraints", "target_hardware"), "hardware", "will it run on GPU[:COUNT]?"),
+    Flag(("constraints", "target_hardware"), "hardware", "--target", "will it run on GPU[:COUNT]?"),
     Flag(
-        "--no-quantization",
         ("constraints", "allow_quantization"),
         "bool",
+        "--no-quantization",
         "keep the stated precision for weights and KV cache",
     ),
-    Flag(
-        "--deployment",
-        ("constraints", "deployment"),
-        "str",
-        "workstation | dense_rack",
-        ("workstation", "dense_rack"),
-    ),
-    Flag(
-        "--objective",
-        ("objective",),
-        "str",
-        "cheapest | fastest | balanced",
-        ("cheapest", "fastest", "balanced"),
-    ),
-    Flag("--top-k", ("top_k",), "int", "how many options to show (1-20)"),
+    Flag(("constraints", "deployment"), "str"),
+    Flag(("objective",), "str"),
+    Flag(("top_k",), "int"),
 )
 
 
@@ -166,11 +169,11 @@ def to_request(document: dict[str, Any]) -> RecommendRequest:
 
 
 def _dest(flag: Flag) -> str:
-    return flag.option.lstrip("-").replace("-", "_")
+    return flag.name.lstrip("-").replace("-", "_")
 
 
 def _converted(flag: Flag, value: Any) -> Any:
-    if flag.option == "--no-quantization":
+    if flag.name == "--no-quantization":
         return False
     if flag.kind == "list":
         return [item.strip() for item in str(value).split(",") if item.strip()]

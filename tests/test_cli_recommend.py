@@ -124,3 +124,16 @@ def test_the_console_script_answers_as_a_whole_process() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["feasible"] is True
+
+
+def test_every_flag_names_a_request_field_and_takes_its_help_from_it() -> None:
+    from typing import get_args
+
+    from engine.models.request import Task
+    from engine.request_input import FLAGS
+
+    for flag in FLAGS:
+        assert flag.help, flag.name  # the field's description, or the flag's own usage
+    task = next(flag for flag in FLAGS if flag.name == "--task")
+    assert task.choices == get_args(Task)
+    assert next(flag for flag in FLAGS if flag.name == "--params-b").choices is None
