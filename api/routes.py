@@ -1,4 +1,10 @@
-"""Thin HTTP routes: validate, look up or call the engine, return the response model. No logic here."""
+"""Thin HTTP routes: validate, look up or call the engine, return the response model. No logic here.
+
+Every route is `async def`: none waits on I/O, and the engine is CPU-bound Python, which threads
+cannot run in parallel (the GIL). A sync route or dependency would cost a thread-pool hop per call
+for nothing (about 20% of `/recommend`'s throughput, bench/RESULTS.md); the service scales with
+worker processes (`serve --workers`).
+"""
 
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ T = TypeVar("T")
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorDetail, "description": "unknown id"}}
 
 
-def current_advisor(request: Request) -> Advisor:
+async def current_advisor(request: Request) -> Advisor:
     """The advisor in service (replaced as a whole by a reload, never changed in place)."""
     advisor: Advisor = request.app.state.advisor
     return advisor
@@ -40,7 +46,7 @@ CurrentAdvisor = Annotated[Advisor, Depends(current_advisor)]
     },
     tags=["recommend"],
 )
-def recommend(
+async def recommend(
     body: Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)], advisor: CurrentAdvisor
 ) -> Response:
     """Ranked hardware recommendations for one workload, each with its memory per GPU, speed, cost
@@ -53,13 +59,13 @@ def recommend(
 
 
 @router.get("/healthz", response_model=Health, tags=["service"])
-def healthz(advisor: CurrentAdvisor) -> Health:
+async def healthz(advisor: CurrentAdvisor) -> Health:
     """Liveness: the service is up with a validated knowledge base and rule set."""
     return Health(status="ok", kb_version=advisor.version, open_rule_sessions=advisor.open_sessions())
 
 
 @router.get("/version", response_model=Version, tags=["service"])
-def version(request: Request, advisor: CurrentAdvisor) -> Version:
+async def version(request: Request, advisor: CurrentAdvisor) -> Version:
     """Service version, knowledge-base version and the date of the newest prices."""
     return Version(
         version=request.app.version,
@@ -69,25 +75,25 @@ def version(request: Request, advisor: CurrentAdvisor) -> Version:
 
 
 @router.get("/gpus", response_model=list[GpuSummary], tags=["knowledge base"])
-def list_gpus(advisor: CurrentAdvisor) -> list[GpuSummary]:
+async def list_gpus(advisor: CurrentAdvisor) -> list[GpuSummary]:
     """Every accelerator in the knowledge base, in id order."""
     return [GpuSummary.of(gpu) for gpu in advisor.kb.gpus.values()]
 
 
 @router.get("/gpus/{gpu_id}", response_model=Gpu, responses=NOT_FOUND, tags=["knowledge base"])
-def get_gpu(gpu_id: str, advisor: CurrentAdvisor) -> Gpu:
+async def get_gpu(gpu_id: str, advisor: CurrentAdvisor) -> Gpu:
     """One accelerator with every KB field and its sources."""
     return _found(advisor.kb.gpus, gpu_id, "gpu")
 
 
 @router.get("/providers", response_model=list[Provider], tags=["knowledge base"])
-def list_providers(advisor: CurrentAdvisor) -> list[Provider]:
+async def list_providers(advisor: CurrentAdvisor) -> list[Provider]:
     """Every cloud provider: kind, spot availability, billing, and sources."""
     return list(advisor.kb.providers.values())
 
 
 @router.get("/offers", response_model=list[Offer], responses=NOT_FOUND, tags=["knowledge base"])
-def list_offers(
+async def list_offers(
     advisor: CurrentAdvisor,
     gpu: Annotated[str | None, Query(description="only the offers of this KB gpu id", max_length=96)] = None,
     provider: Annotated[
@@ -107,19 +113,19 @@ def list_offers(
 
 
 @router.get("/models", response_model=list[Model], tags=["knowledge base"])
-def list_models(advisor: CurrentAdvisor) -> list[Model]:
+async def list_models(advisor: CurrentAdvisor) -> list[Model]:
     """The model catalog: published parameter counts and architectures, with sources."""
     return list(advisor.kb.models.values())
 
 
 @router.get("/models/{model_id}", response_model=Model, responses=NOT_FOUND, tags=["knowledge base"])
-def get_model(model_id: str, advisor: CurrentAdvisor) -> Model:
+async def get_model(model_id: str, advisor: CurrentAdvisor) -> Model:
     """One model of the catalog."""
     return _found(advisor.kb.models, model_id, "model")
 
 
 @router.get("/rules", response_model=list[RuleSummary], tags=["rules"])
-def list_rules(advisor: CurrentAdvisor) -> list[RuleSummary]:
+async def list_rules(advisor: CurrentAdvisor) -> list[RuleSummary]:
     """Every rule's metadata: id, title, category, status, rationale and citations, in id order."""
     return [
         RuleSummary.of(rule, advisor.categories.get(rule.id, "uncategorized"))
@@ -128,7 +134,7 @@ def list_rules(advisor: CurrentAdvisor) -> list[RuleSummary]:
 
 
 @router.get("/rules/{rule_id}", response_model=RuleDetail, responses=NOT_FOUND, tags=["rules"])
-def get_rule(rule_id: str, advisor: CurrentAdvisor) -> RuleDetail:
+async def get_rule(rule_id: str, advisor: CurrentAdvisor) -> RuleDetail:
     """One rule: its metadata, its condition in words, and what it does when it fires."""
     rule = _found(advisor.rules_by_id, rule_id, "rule")
     return RuleDetail.of(rule, advisor.categories.get(rule.id, "uncategorized"))

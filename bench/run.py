@@ -86,7 +86,7 @@ def report(
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- Machine: {machine()}",
-        f"- Whole run: {took_s:.0f} s. The load generator (httpx, async) shares the server's cores.",
+        f"- Whole run: {took_s:.0f} s. The load generator (aiohttp) shares the server's cores.",
         f"- Request mix: {inproc['requests_in_mix']} requests (bench/mix.py): the 16 canonical requests of "
         "tests/golden and 6 more: inference, training, LoRA/QLoRA, serving, privacy, macOS, budget, "
         "infeasible.",

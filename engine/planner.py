@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from math import ceil
 from types import MappingProxyType
 
@@ -114,14 +115,18 @@ class Planner:
         base = job.requested_precision or facts.get("plan.precision") or "bf16"
         self.base_precision = str(base)
         self.methods = _methods(job.task, policy)
-        self.strategies = {str(v) for v in policy.suggested("parallelism")}
-        self.sharded_name = next((n for n in SHARDED_NAMES if n in self.strategies), None)
+        self.strategies = frozenset(str(v) for v in policy.suggested("parallelism"))
         if job.checkpointing is not None:
-            self.checkpointing: tuple[bool, ...] = (job.checkpointing,)
+            checkpointing: tuple[bool, ...] = (job.checkpointing,)
         else:
-            self.checkpointing = (
-                (False, True) if facts.get("plan.gradient_checkpointing") is True else (False,)
-            )
+            checkpointing = (False, True) if facts.get("plan.gradient_checkpointing") is True else (False,)
+        self.space = PlanSpace(
+            tuple((m, _precisions(m, self.base_precision, policy)) for m in self.methods),
+            self.strategies,
+            next((n for n in SHARDED_NAMES if n in self.strategies), None),
+            checkpointing,
+            job.batch,
+        )
         self.fits_rule = next(
             (f.rule for f in policy.filters if f.keep_matching and f.where.get("fits") is True), MEMORY_RULE
         )
@@ -166,58 +171,9 @@ class Planner:
 
     # --- plan space ----------------------------------------------------------------------------
 
-    def precisions(self, method: str) -> list[str]:
-        if method == "qlora":
-            return ["nf4"]
-        allowed = PRECISION_ORDER if method == "inference" else TRAINING_PRECISIONS
-        suggested = {str(v) for v in self.policy.suggested("precision")}
-        ordered = [self.base_precision] + [p for p in PRECISION_ORDER if p in suggested]
-        return [p for i, p in enumerate(ordered) if p in allowed and p not in ordered[:i]]
-
-    def specs(self, count: int, per_node: int) -> Iterator[Spec]:
-        for method in self.methods:
-            for precision in self.precisions(method):
-                for strategy, tp, dp, split, sharded, offload in self._layouts(method, count, per_node):
-                    for ckpt in self.checkpointing if method != "inference" else (False,):
-                        layout = Layout(method, precision, tp, split, dp, sharded, offload, ckpt)
-                        yield Spec(layout, strategy, _parallelism(strategy, tp, self.sharded_name))
-
-    def _layouts(
-        self, method: str, count: int, per_node: int
-    ) -> Iterator[tuple[str, int, int, Split, bool, bool]]:
-        ways = [w for w in (2, 4, 8, 16, 32, 64) if w <= count and count % w == 0]
-        # Tensor parallelism splits attention heads, so it takes a power of two; pipeline stages
-        # can be any number (vLLM and DeepSpeed take e.g. 3), so all `count` GPUs can form one.
-        stages = sorted({*ways, count} - {1})
-        if method == "inference":
-            # Replicas beyond the sequences in flight would idle (a serving fleet grows by copies).
-            if count == 1:
-                yield "single", 1, 1, "tensor", False, False
-            elif count <= self.job.batch:
-                yield "replicas", 1, count, "tensor", False, False
-            busy = [w for w in ways if count // w <= self.job.batch]
-            if "tensor-parallel" in self.strategies:
-                for tp in (w for w in busy if w <= per_node):
-                    yield "tensor-parallel", tp, count // tp, "tensor", False, False
-            if "pipeline-parallel" in self.strategies:
-                for pp in (s for s in stages if count // s <= self.job.batch):
-                    yield "pipeline-parallel", pp, count // pp, "pipeline", False, False
-            return
-        if count == 1:
-            yield "single", 1, 1, "tensor", False, False
-        else:
-            if "ddp" in self.strategies:
-                yield "ddp", 1, count, "tensor", False, False
-            if self.sharded_name:
-                yield self.sharded_name, 1, count, "tensor", True, False
-            if "tensor-parallel" in self.strategies:
-                for tp in (w for w in ways if w <= per_node):
-                    yield "tensor-parallel", tp, count // tp, "tensor", False, False
-            if "pipeline-parallel" in self.strategies:
-                for pp in stages:
-                    yield "pipeline-parallel", pp, count // pp, "pipeline", False, False
-        if "offload" in self.strategies and method in ("pretrain", "full_finetune"):
-            yield "offload", 1, count, "tensor", True, True
+    def specs(self, count: int, per_node: int) -> tuple[Spec, ...]:
+        """Every spec for this many GPUs (`per_node` to a node), in preference order."""
+        return plan_specs(self.space, count, per_node)
 
     def memory(self, layout: Layout) -> Breakdown:
         found = self._memory.get(layout)
@@ -292,7 +248,11 @@ class Planner:
         for rule_filter in self.option_filters if filters is None else filters:
             if rule_filter.rejects(option.attrs):
                 return Rejection(option, rule_filter.rule, rule_filter.message)
-        if early and self.early_filters:
+        return self.screen_early(option) if early else None
+
+    def screen_early(self, option: Option) -> Rejection | None:
+        """The first filter on the GPU count or a bought option's capex that rejects the option."""
+        if self.early_filters:
             known = self._count_attrs(option.count)
             if option.acquisition != "rent":  # spend is the capex (0 when owned), whatever the plan
                 budget = self.request.constraints.budget_usd
@@ -483,6 +443,84 @@ class Planner:
         """Whether a plan filter or a preference looks at this candidate attribute."""
         wheres = [f.where for f in self.plan_filters] + [p.where for p in self.policy.preferences]
         return any(attribute in where for where in wheres)
+
+
+@dataclass(frozen=True)
+class PlanSpace:
+    """What the specs tried depend on: the rules' suggestions and the request, not the model's size."""
+
+    precisions: tuple[tuple[str, tuple[str, ...]], ...]
+    """each method in preference order, with its precisions in preference order"""
+    strategies: frozenset[str]
+    sharded_name: str | None
+    checkpointing: tuple[bool, ...]
+    batch: int
+    """sequences in flight (inference: replicas beyond them would idle)"""
+
+
+@lru_cache(maxsize=1024)
+def plan_specs(space: PlanSpace, count: int, per_node: int) -> tuple[Spec, ...]:
+    """The specs for `count` GPUs, `per_node` to a node, in preference order (a pure function of few
+    distinct arguments, so built once per plan space; the specs are immutable)."""
+    return tuple(
+        Spec(
+            Layout(method, precision, tp, split, dp, sharded, offload, ckpt),
+            strategy,
+            _parallelism(strategy, tp, space.sharded_name),
+        )
+        for method, precisions in space.precisions
+        for precision in precisions
+        for strategy, tp, dp, split, sharded, offload in _layouts(space, method, count, per_node)
+        for ckpt in (space.checkpointing if method != "inference" else (False,))
+    )
+
+
+def _layouts(
+    space: PlanSpace, method: str, count: int, per_node: int
+) -> Iterator[tuple[str, int, int, Split, bool, bool]]:
+    strategies = space.strategies
+    ways = [w for w in (2, 4, 8, 16, 32, 64) if w <= count and count % w == 0]
+    # Tensor parallelism splits attention heads, so it takes a power of two; pipeline stages
+    # can be any number (vLLM and DeepSpeed take e.g. 3), so all `count` GPUs can form one.
+    stages = sorted({*ways, count} - {1})
+    if method == "inference":
+        # Replicas beyond the sequences in flight would idle (a serving fleet grows by copies).
+        if count == 1:
+            yield "single", 1, 1, "tensor", False, False
+        elif count <= space.batch:
+            yield "replicas", 1, count, "tensor", False, False
+        busy = [w for w in ways if count // w <= space.batch]
+        if "tensor-parallel" in strategies:
+            for tp in (w for w in busy if w <= per_node):
+                yield "tensor-parallel", tp, count // tp, "tensor", False, False
+        if "pipeline-parallel" in strategies:
+            for pp in (s for s in stages if count // s <= space.batch):
+                yield "pipeline-parallel", pp, count // pp, "pipeline", False, False
+        return
+    if count == 1:
+        yield "single", 1, 1, "tensor", False, False
+    else:
+        if "ddp" in strategies:
+            yield "ddp", 1, count, "tensor", False, False
+        if space.sharded_name:
+            yield space.sharded_name, 1, count, "tensor", True, False
+        if "tensor-parallel" in strategies:
+            for tp in (w for w in ways if w <= per_node):
+                yield "tensor-parallel", tp, count // tp, "tensor", False, False
+        if "pipeline-parallel" in strategies:
+            for pp in stages:
+                yield "pipeline-parallel", pp, count // pp, "pipeline", False, False
+    if "offload" in strategies and method in ("pretrain", "full_finetune"):
+        yield "offload", 1, count, "tensor", True, True
+
+
+def _precisions(method: str, base: str, policy: Policy) -> tuple[str, ...]:
+    if method == "qlora":
+        return ("nf4",)
+    allowed = PRECISION_ORDER if method == "inference" else TRAINING_PRECISIONS
+    suggested = {str(v) for v in policy.suggested("precision")}
+    ordered = [base] + [p for p in PRECISION_ORDER if p in suggested]
+    return tuple(p for i, p in enumerate(ordered) if p in allowed and p not in ordered[:i])
 
 
 def _methods(task: str, policy: Policy) -> list[str]:

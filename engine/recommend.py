@@ -44,7 +44,7 @@ from engine.models.response import (
 )
 from engine.models.rule import Rule, Scalar
 from engine.planner import MEMORY_RULE, Candidate, Planner, Rejection
-from engine.policy import Policy, policy_from
+from engine.policy import Filter, Policy, policy_from
 from engine.ranking import Ranked, kind, rank
 from engine.refengine import Outcome
 from engine.requirements import hardware_facts, requirements, sizing_facts
@@ -64,6 +64,21 @@ class Grouped(NamedTuple):
     """options that differ only in price, each group cheapest first"""
     varying: frozenset[str]
     """attributes whose value differs inside some group"""
+
+
+class GroupScreen(NamedTuple):
+    shared: Rejection | None
+    """the rejection of the whole group by a filter on what its options share"""
+    own: tuple[tuple[Option, Rejection | None], ...]
+    """otherwise each option, cheapest first, with its rejection by a filter on what varies"""
+
+
+class Screened(NamedTuple):
+    groups: tuple[GroupScreen, ...]
+    rejections: tuple[Rejection, ...]
+    """every rejection when no count or budget filter applies"""
+    cheapest: tuple[Option, ...]
+    """then, per group, the cheapest option that passes"""
 
 
 @dataclass(frozen=True)
@@ -94,6 +109,7 @@ class Advisor:
         self.rent_rates = _cheapest_rates(self.graph)
         self._options: dict[tuple[Context, int | None], tuple[Option, ...]] = {}
         self._groups: dict[tuple[Context, int | None], Grouped] = {}
+        self._screens: dict[tuple[Context, int | None, tuple[object, ...]], Screened] = {}
         self.buy_prices = {
             gpu.id: price.price_usd
             for gpu in kb.gpus.values()
@@ -174,30 +190,61 @@ class Advisor:
             return self.search_options(planner, self.options(ctx, gpu_count))
         found: list[Candidate] = []
         rejected: list[Rejection] = []
-        alone, groups, varying = self.grouped_options(ctx, gpu_count)
-        for option in alone:
+        for option in self.grouped_options(ctx, gpu_count).alone:
             screened = planner.screen(option)
             if screened is not None:
                 rejected.append(screened)
             else:
                 self._plan_into(planner, option, found, rejected)
-        shared_filters, own_filters = planner.split_option_filters(varying)
-        cheapest: list[Option] = []
-        for group in groups:
-            # Filters on what a group's options share judge the group once, by its cheapest;
-            # then, cheapest first, the first option that passes the rest stands for the group.
-            screened = planner.screen(group[0], shared_filters, early=False)
-            if screened is not None:
-                rejected.append(screened)
-                continue
-            for option in group:
-                screened = planner.screen(option, own_filters)
-                if screened is None:
-                    cheapest.append(option)
-                    break
-                rejected.append(screened)
+        screens = self.screened_groups(planner, ctx, gpu_count)
+        if planner.early_filters:
+            cheapest: list[Option] = []
+            for group in screens.groups:
+                if group.shared is not None:
+                    rejected.append(group.shared)
+                    continue
+                for option, screened in group.own:
+                    screened = screened or planner.screen_early(option)
+                    if screened is None:
+                        cheapest.append(option)
+                        break
+                    rejected.append(screened)
+        else:
+            rejected.extend(screens.rejections)
+            cheapest = list(screens.cheapest)
         self._plan_cheapest(planner, cheapest, found, rejected)
         return Search(found, rejected)
+
+    def screened_groups(self, planner: Planner, ctx: Context, gpu_count: int | None) -> Screened:
+        """The price groups of a context judged by the hardware filters: built once per context and
+        set of filters (hardware filters read only the KB's attributes, so their verdicts, unlike
+        the count and budget filters', do not depend on the request)."""
+        key = (ctx, gpu_count, tuple(_filter_key(f) for f in planner.option_filters))
+        found = self._screens.get(key)
+        if found is None:
+            if len(self._screens) >= OPTION_CACHE_SIZE:
+                self._screens.clear()
+            _, groups, varying = self.grouped_options(ctx, gpu_count)
+            shared_filters, own_filters = planner.split_option_filters(varying)
+            screens: list[GroupScreen] = []
+            rejections: list[Rejection] = []
+            cheapest: list[Option] = []
+            for group in groups:
+                # Filters on what a group's options share judge the group once, by its cheapest;
+                # then, cheapest first, the first option that passes the rest stands for the group.
+                shared = planner.screen(group[0], shared_filters, early=False)
+                own = () if shared else tuple((o, planner.screen(o, own_filters, early=False)) for o in group)
+                screens.append(GroupScreen(shared, own))
+                if shared is not None:
+                    rejections.append(shared)
+                    continue
+                for option, screened in own:
+                    if screened is None:
+                        cheapest.append(option)
+                        break
+                    rejections.append(screened)
+            found = self._screens[key] = Screened(tuple(screens), tuple(rejections), tuple(cheapest))
+        return found
 
     def search_options(self, planner: Planner, options: Iterable[Option]) -> Search:
         """`search` over the given options."""
@@ -558,6 +605,12 @@ def cheapest_per_group(planner: Planner, options: Iterable[Option]) -> tuple[lis
         if held is None or option.price_order < held.price_order:
             cheapest[group] = option
     return alone, list(cheapest.values())
+
+
+def _filter_key(rule_filter: Filter) -> tuple[object, ...]:
+    """What a filter's verdicts and rejections depend on. Its `where` is the rule's own (rules live as
+    long as the advisor, so its identity is stable); `step` is left out, as only the trace shows it."""
+    return rule_filter.rule, rule_filter.keep_matching, id(rule_filter.where), rule_filter.message
 
 
 def _cheapest_when_lifted(
