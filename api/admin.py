@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from api import heap
 from engine.models.service import Reloaded, ReloadRefused
 from engine.models.views import ErrorDetail
 from engine.problems import KBInvalid
@@ -62,11 +63,14 @@ def reload(request: Request) -> Reloaded | JSONResponse:
             )
             return JSONResponse(status_code=409, content=refused.model_dump())
         fresh.warm()
+        previous_version = current.version
         request.app.state.advisor = fresh
         request.app.state.kb_changed()
+        del current  # kept below only by its version, so `settle` can free it
+        heap.settle()
     return Reloaded(
         kb_version=fresh.version,
-        previous_kb_version=current.version,
+        previous_kb_version=previous_version,
         gpus=len(fresh.kb.gpus),
         offers=len(fresh.kb.offers),
         rules=len(fresh.rules),

@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from api import admin, errors
+from api import admin, errors, heap
 from api.limits import BodySizeLimit
 from api.openapi import kb_aware_openapi
 from api.routes import router
@@ -51,6 +51,7 @@ def create_app(
             kb_root or paths.kb_dir(), rules_at, paths.data_dir(), date.today()
         )
         app.state.advisor.warm()
+        heap.settle()
         yield
 
     app = FastAPI(

@@ -1,5 +1,6 @@
 """In-process benchmarks: `Advisor.recommend` over the mix (durable-rules and the reference engine),
-the sizing math alone, and the same mix over a KB whose GPUs and offers are multiplied.
+the sizing math alone, the rule chaining alone, and the same mix over a KB whose GPUs and offers are
+multiplied.
 
     .venv/bin/python -m bench.inprocess [--rounds N]
 """
@@ -77,7 +78,9 @@ def run(rounds: int, scale_rounds: int) -> dict[str, Any]:
         advisor.kb, advisor.rules, advisor.rules_root, engine=make_engine(advisor.rules, "reference")
     )
     ref_times = timed_calls(reference.recommend, mix, max(1, rounds // 4))
-    sizing = timed_calls(lambda r: sizing_facts(resolve(r, advisor.kb), advisor.kb), mix, rounds)
+    kb = advisor.kb
+    sizing = timed_calls(lambda r: sizing_facts(resolve(r, kb), kb), mix, rounds)
+    chaining = timed_calls(lambda r: advisor.engine.run(advisor.facts(r, resolve(r, kb))), mix, rounds)
     cold = cold_calls(advisor, mix)
     results: dict[str, Any] = {
         "requests_in_mix": len(mix),
@@ -85,6 +88,7 @@ def run(rounds: int, scale_rounds: int) -> dict[str, Any]:
         "cold": {"calls": len(cold), **summary_ms(cold)},
         "reference": {"calls": len(ref_times), **summary_ms(ref_times)},
         "sizing_alone": {"calls": len(sizing), **summary_ms(sizing)},
+        "chaining_alone": {"calls": len(chaining), **summary_ms(chaining)},
         "scale": {},
     }
     for name, factor, gpus_too in (

@@ -3,7 +3,9 @@ its status and a body that names the field or id."""
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -320,6 +322,19 @@ def test_reload_needs_the_token_and_keeps_the_last_good_kb(kb_copy: Path) -> Non
         assert client.get("/healthz").json()["kb_version"] == reloaded.json()["kb_version"]
         enum = _model_enum(client.get("/openapi.json").json(), "HardwareCount", "gpu")
         assert "nvidia-h100-sxm" not in enum and "nvidia-a100-sxm-80gb" in enum
+
+
+def test_a_replaced_advisor_is_freed_though_the_heap_was_frozen(kb_copy: Path) -> None:
+    """The service freezes its long-lived heap (api/heap.py); a reload must still free the old KB."""
+    with TestClient(create_app(kb_copy, admin_token="s3cret")) as client:
+        assert gc.get_freeze_count() > 0  # start-up froze the heap, the advisor with it
+        client.post("/recommend", json=SMALL)
+        # The rule engine and its actions refer to each other: a cycle only the collector frees.
+        old = weakref.ref(client.app.state.advisor.engine)  # type: ignore[attr-defined]
+        reloaded = client.post("/admin/reload", headers={"Authorization": "Bearer s3cret"})
+        assert reloaded.status_code == 200, reloaded.text
+        assert old() is None
+        assert client.post("/recommend", json=SMALL).status_code == 200
 
 
 def test_the_openapi_document_lists_the_kb_ids(client: TestClient, kb: KB) -> None:
