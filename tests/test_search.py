@@ -16,7 +16,7 @@ from engine.planner import Candidate, Rejection
 from engine.policy import policy_from
 from engine.recommend import Advisor, identity_key
 from engine.workload import resolve
-from tests.golden_support import advisor, golden_request, recorded
+from tests.golden_support import advisor, golden_names, golden_request, recorded
 
 
 def with_dearer_copies(kb: KB, copies: int) -> KB:
@@ -133,3 +133,16 @@ def test_cpu_offload_needs_the_host_ram_to_hold_the_optimizer_states() -> None:
     # Pretraining has no lighter method to fall back to: the option is rejected, saying why.
     rejected = _plan_of(tight, offer_id, task="pretrain")
     assert isinstance(rejected, Rejection) and "host RAM per node" in rejected.reason
+
+
+def test_answers_do_not_depend_on_what_the_advisor_answered_before() -> None:
+    """Option lists, hardware-filter verdicts and spec lists are built once and shared by later
+    requests: a fresh advisor answering every golden request in turn (in reverse order) must give
+    what a fresh advisor gives to each request alone."""
+    base = advisor()
+    names = golden_names()
+    shared = Advisor(base.kb, base.rules, base.rules_root)
+    in_turn = {name: recorded(shared.recommend(golden_request(name))) for name in reversed(names)}
+    for name in names:
+        alone = Advisor(base.kb, base.rules, base.rules_root)
+        assert in_turn[name] == recorded(alone.recommend(golden_request(name))), name
