@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -198,17 +198,7 @@ class Advisor:
                 self._plan_into(planner, option, found, rejected)
         screens = self.screened_groups(planner, ctx, gpu_count)
         if planner.early_filters:
-            cheapest: list[Option] = []
-            for group in screens.groups:
-                if group.shared is not None:
-                    rejected.append(group.shared)
-                    continue
-                for option, screened in group.own:
-                    screened = screened or planner.screen_early(option)
-                    if screened is None:
-                        cheapest.append(option)
-                        break
-                    rejected.append(screened)
+            cheapest = _cheapest_passing(screens.groups, rejected, planner.screen_early)
         else:
             rejected.extend(screens.rejections)
             cheapest = list(screens.cheapest)
@@ -227,22 +217,14 @@ class Advisor:
             _, groups, varying = self.grouped_options(ctx, gpu_count)
             shared_filters, own_filters = planner.split_option_filters(varying)
             screens: list[GroupScreen] = []
-            rejections: list[Rejection] = []
-            cheapest: list[Option] = []
             for group in groups:
                 # Filters on what a group's options share judge the group once, by its cheapest;
-                # then, cheapest first, the first option that passes the rest stands for the group.
+                # filters on what varies judge each option.
                 shared = planner.screen(group[0], shared_filters, early=False)
                 own = () if shared else tuple((o, planner.screen(o, own_filters, early=False)) for o in group)
                 screens.append(GroupScreen(shared, own))
-                if shared is not None:
-                    rejections.append(shared)
-                    continue
-                for option, screened in own:
-                    if screened is None:
-                        cheapest.append(option)
-                        break
-                    rejections.append(screened)
+            rejections: list[Rejection] = []
+            cheapest = _cheapest_passing(screens, rejections, None)
             found = self._screens[key] = Screened(tuple(screens), tuple(rejections), tuple(cheapest))
         return found
 
@@ -605,6 +587,29 @@ def cheapest_per_group(planner: Planner, options: Iterable[Option]) -> tuple[lis
         if held is None or option.price_order < held.price_order:
             cheapest[group] = option
     return alone, list(cheapest.values())
+
+
+def _cheapest_passing(
+    screens: Iterable[GroupScreen],
+    rejected: list[Rejection],
+    screen_early: Callable[[Option], Rejection | None] | None,
+) -> list[Option]:
+    """Per group not rejected as a whole, the first option, cheapest first, that passes its own
+    filters and then `screen_early` (the count and budget filters); it stands for the group. Every
+    rejection on the way goes to `rejected`."""
+    cheapest: list[Option] = []
+    for group in screens:
+        if group.shared is not None:
+            rejected.append(group.shared)
+            continue
+        for option, screened in group.own:
+            if screened is None and screen_early is not None:
+                screened = screen_early(option)
+            if screened is None:
+                cheapest.append(option)
+                break
+            rejected.append(screened)
+    return cheapest
 
 
 def _filter_key(rule_filter: Filter) -> tuple[object, ...]:
