@@ -20,7 +20,7 @@ from engine.lint import lint_kb
 from engine.models.kb import KIND_MODELS
 from engine.models.rule import Rule
 from engine.problems import KBInvalid, Problem
-from engine.recommend import default_advisor, load_advisor
+from engine.recommend import load_advisor
 from engine.request_input import FLAGS, RequestInputError, apply_flags, read_request_file, to_request
 from engine.ruledocs import new_rule_path, rules_markdown, scaffold
 from engine.rules import read_rules, run_rule_cases
@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     advise.add_argument("request", nargs="?", type=Path, help="request file (.yaml, .yml or .json)")
     for flag in FLAGS:
-        if flag.kind == "bool":
+        if flag.kind in ("bool", "off"):
             advise.add_argument(flag.name, action="store_true", help=flag.help)
         else:
             kind = {"float": float, "int": int}.get(flag.kind, str)
@@ -293,12 +293,8 @@ def _recommend(args: argparse.Namespace) -> int:
         print(f"gpu-advisor: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        advisor = (
-            load_advisor(
-                args.kb or paths.kb_dir(), args.rules or paths.rules_dir(), paths.data_dir(), date.today()
-            )
-            if args.kb or args.rules
-            else default_advisor()
+        advisor = load_advisor(
+            args.kb or paths.kb_dir(), args.rules or paths.rules_dir(), paths.data_dir(), date.today()
         )
     except KBInvalid as exc:
         _print_problems(exc.problems)

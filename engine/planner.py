@@ -201,12 +201,11 @@ class Planner:
         self._speeds[key] = speed
         return speed
 
-    def fitting(self, count: int, per_node: int, capacity_gb: float) -> tuple[list[Spec], float]:
-        """Specs that fit `capacity_gb` per GPU less the headroom, in preference order, and the least
-        memory per GPU any spec needs (bytes)."""
+    def fitting(self, count: int, per_node: int, capacity_gb: float) -> list[Spec]:
+        """Specs that fit `capacity_gb` per GPU less the headroom, in preference order."""
         usable = capacity_gb * GB * (1 - self.headroom)
         entries = [self._sized(entry) for entry in self._entries(count, per_node)]
-        return [e.spec for e in entries if e.total <= usable], self._least(count, per_node)
+        return [e.spec for e in entries if e.total <= usable]
 
     def _least(self, count: int, per_node: int) -> float:
         """The least memory per GPU any spec for this many GPUs needs (bytes; inf when none)."""

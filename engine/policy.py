@@ -79,9 +79,6 @@ class Preference:
     def __post_init__(self) -> None:
         object.__setattr__(self, "tests", compile_where(self.where))
 
-    def holds_for(self, attrs: Mapping[str, Scalar]) -> bool:
-        return passes(self.tests, attrs)
-
     def holds_for_plan(self, plan: Mapping[str, Scalar], option: Mapping[str, Scalar]) -> bool:
         return passes_plan(self.tests, plan, option)
 
@@ -126,11 +123,6 @@ class Policy:
         return Policy(self.facts, kept, self.preferences, self.suggestions, self.notices, self.steps)
 
 
-def matches(where: Where, attrs: Mapping[str, Scalar]) -> bool:
-    """Every attribute listed matches (a value means `eq`); a missing attribute matches nothing."""
-    return passes(compile_where(where), attrs)
-
-
 def compile_where(where: Where) -> tuple[Test, ...]:
     """A `where` as flat (attribute, predicate) tests, in the order written: each predicate is
     `compare` specialised to its operator and operand, since filters run on every option."""
@@ -161,6 +153,7 @@ def _predicate(op: str, operand: Any) -> Callable[[Scalar], bool]:
 
 
 def passes(tests: tuple[Test, ...], attrs: Mapping[str, Scalar]) -> bool:
+    """Every attribute listed matches (a value means `eq`); a missing attribute matches nothing."""
     for name, holds in tests:
         value = attrs.get(name, _MISSING)
         if value is _MISSING or not holds(value):  # type: ignore[arg-type]

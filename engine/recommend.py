@@ -489,8 +489,7 @@ class Advisor:
             if more <= count:
                 continue
             per_node = min(more, max(gpu.link_domain_gpus, 1))
-            specs, _ = planner.fitting(more, per_node, capacity)
-            for spec in specs:
+            for spec in planner.fitting(more, per_node, capacity):
                 layout = spec.layout
                 if layout.method == asked and layout.precision == precision and not layout.offload:
                     return [f"{'+'.join(spec.parallelism) or spec.strategy} over {more} GPUs"]

@@ -27,7 +27,9 @@ class Flag:
     field's description and enum in the request's JSON Schema, so they cannot drift from the API."""
 
     path: tuple[str, ...]
-    kind: str  # "float" | "int" | "str" | "bool" | "list" | "hardware" | "hardware-list"
+    kind: str
+    """float | int | str | list | hardware | hardware-list; bool: a switch that sets the field true;
+    off: a switch that sets it false"""
     option: str | None = None
     """default: `--` and the field name with dashes"""
     usage: str | None = None
@@ -116,7 +118,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(("constraints", "target_hardware"), "hardware", "--target", "will it run on GPU[:COUNT]?"),
     Flag(
         ("constraints", "allow_quantization"),
-        "bool",
+        "off",
         "--no-quantization",
         "keep the stated precision for weights and KV cache",
     ),
@@ -173,7 +175,7 @@ def _dest(flag: Flag) -> str:
 
 
 def _converted(flag: Flag, value: Any) -> Any:
-    if flag.name == "--no-quantization":
+    if flag.kind == "off":
         return False
     if flag.kind == "list":
         return [item.strip() for item in str(value).split(",") if item.strip()]

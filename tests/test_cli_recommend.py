@@ -13,6 +13,7 @@ import pytest
 from engine.cli import EXIT_OK, EXIT_USAGE, main
 from engine.models.response import RecommendResponse
 from engine.paths import PROJECT_ROOT
+from engine.request_input import apply_flags, to_request
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -137,3 +138,13 @@ def test_every_flag_names_a_request_field_and_takes_its_help_from_it() -> None:
     task = next(flag for flag in FLAGS if flag.name == "--task")
     assert task.choices == get_args(Task)
     assert next(flag for flag in FLAGS if flag.name == "--params-b").choices is None
+
+
+def test_switches_set_their_field_true_or_false() -> None:
+    """`--on-prem-only` sets its field true; `--no-quantization` sets `allow_quantization` false;
+    a switch not given leaves its field to the request's default."""
+    given = apply_flags({}, {"on_prem_only": True, "no_quantization": True, "interruptible": False})
+    assert given == {"constraints": {"on_prem_only": True, "allow_quantization": False}}
+    request = to_request({"workload": {"task": "inference", "params_b": 7}, **given})
+    assert request.constraints.allow_quantization is False
+    assert request.constraints.on_prem_only is True
