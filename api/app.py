@@ -5,18 +5,18 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
 
-from api import admin, errors, heap
+from api import admin, errors
+from api.lifecycle import ServedKB
 from api.limits import BodySizeLimit
 from api.openapi import kb_aware_openapi
 from api.routes import router
 from engine import paths
-from engine.recommend import Advisor, load_advisor
+from engine.recommend import Advisor
 
 ADMIN_TOKEN_ENV = "GPU_ADVISOR_ADMIN_TOKEN"
 MAX_BODY_BYTES = 64 * 1024
@@ -45,14 +45,17 @@ def create_app(
     rules_at = rules_root or (advisor.rules_root if advisor else None) or paths.rules_dir()
     token = admin_token if admin_token is not None else os.environ.get(ADMIN_TOKEN_ENV) or None
 
+    kb_at = kb_root or (advisor.kb.root if advisor else None) or paths.kb_dir()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.advisor = advisor or load_advisor(
-            kb_root or paths.kb_dir(), rules_at, paths.data_dir(), date.today()
-        )
-        app.state.advisor.warm()
-        heap.settle()
-        yield
+        served = ServedKB(app.state, kb_at, rules_at, paths.data_dir())
+        served.start(advisor)
+        app.state.served = served
+        try:
+            yield
+        finally:
+            served.stop()
 
     app = FastAPI(
         title="gpu-advisor",
@@ -63,8 +66,6 @@ def create_app(
     )
     if advisor is not None:  # ready before start-up: the OpenAPI document can be read at once
         app.state.advisor = advisor
-    app.state.rules_root = rules_at
-    app.state.data_root = paths.data_dir()
     app.state.admin_token = token
     app.state.kb_changed = lambda: setattr(app, "openapi_schema", None)
     app.include_router(router)

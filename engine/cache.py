@@ -1,12 +1,21 @@
-"""A cache of the checked KB and rules, keyed by their exact content.
+"""A cache of the checked KB and rules, keyed by the exact bytes they were parsed from.
 
 Reading the KB means parsing ~750 YAML files, validating each, and linting the whole (the offers are
 regenerated from data/ and compared): about a second. A CLI call or a server start over files that
-have not changed since the last clean check reads one JSON file instead. The key covers every byte
-of kb/, rules/ and data/, the date (lint checks dates against today) and the source of the schemas,
-so any change misses the cache and goes through the full check. Only clean results are stored, and
-they are stored as JSON and validated by the same pydantic models on the way back in: nothing in the
-cache is executed.
+have not changed since the last clean check reads one JSON file instead.
+
+Why an entry can be trusted:
+- The key hashes the bytes that were parsed (the `Tree`s of engine/knowledge/snapshot.py, read once:
+  an edit landing mid-check cannot be stored under the key of the bytes before it), the date (lint
+  checks dates against today), the source of every module under engine/ (any change to what decides
+  validity misses the cache) and the versions of the libraries that parse and validate.
+- Only clean results are stored. Each entry carries an HMAC-SHA256 of its key and content under a
+  random secret kept beside the entries, so an entry edited by hand, truncated, or written by other
+  code is not read (RFC 2104; Python's `hmac`).
+- What is read back is validated again by the same pydantic models and put through every check that
+  needs only the entities (references, values, dates); nothing in the cache is executed.
+- The folder must belong to the user running gpu-advisor and must not be writable by others
+  (the test ssh applies to ~/.ssh); otherwise the cache is not used, and a warning says why.
 
 The cache lives in $GPU_ADVISOR_CACHE, else $XDG_CACHE_HOME/gpu-advisor, else ~/.cache/gpu-advisor;
 GPU_ADVISOR_CACHE=off turns it off. A cache that cannot be read or written is ignored.
@@ -14,10 +23,20 @@ GPU_ADVISOR_CACHE=off turns it off. A cache that cannot be read or written is ig
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import hmac
+import logging
 import os
+import platform
+import secrets
+import stat
 import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date
+from importlib import metadata
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -25,20 +44,45 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from engine.kb import KB
+from engine.knowledge.snapshot import Tree
 from engine.models import kb as kb_models
-from engine.models import rule as rule_models
 from engine.models.kb import Gpu, Interconnect, Model, Offer, Platform, Precision, Provider, Stack
 from engine.models.rule import Rule
 
 CACHE_ENV = "GPU_ADVISOR_CACHE"
-FORMAT = "1"
+FORMAT = "2"
 """Bumped when what is stored changes shape."""
+MAGIC = f"gpu-advisor-cache {FORMAT}\n".encode()
+SECRET_FILE = "secret"
+SECRET_BYTES = 32
+STALE_TEMP_SECONDS = 600
+"""A temporary file this old was left by a writer that died mid-write (a live one renames it at once)."""
+LIBRARIES = ("pydantic", "pydantic-core", "PyYAML")
+"""The libraries whose behaviour decides what parses and validates."""
+
+log = logging.getLogger("gpu_advisor.cache")
+
+
+@dataclass(frozen=True)
+class CheckedKB:
+    """A KB and rule set that passed every check, with what identifies them."""
+
+    kb: KB
+    rules: tuple[Rule, ...]
+    key: str
+    """the cache key: the bytes they were parsed from, the date, the code (see `fingerprint`)"""
+    version: str
+    """the content hash of the KB's and the rules' YAML: the `kb_version` of responses"""
+    categories: Mapping[str, str]
+    """rule id → its category (the folder it is in)"""
 
 
 class CachedKB(BaseModel):
-    """What is stored: the validated entities of each kind, the rules, and the KB's version."""
+    """What is stored: the validated entities of each kind, the rules, and what identifies them."""
 
     version: str
+    kb_version: str
+    categories: dict[str, str]
     gpus: list[Gpu]
     interconnects: list[Interconnect]
     precisions: list[Precision]
@@ -60,52 +104,170 @@ def cache_dir() -> Path | None:
     return Path(base) / "gpu-advisor"
 
 
-def fingerprint(roots: list[Path | None], today: date) -> str:
-    """A hash of every file under `roots` (path and bytes), the date and the schemas' source."""
-    digest = hashlib.sha256(f"{FORMAT}\0{today.isoformat()}\0".encode())
-    for module in (kb_models, rule_models):
-        digest.update(Path(str(module.__file__)).read_bytes())
-    for root in roots:
-        if root is None or not root.is_dir():
-            digest.update(b"\0missing\0")
-            continue
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes())
-            digest.update(b"\0")
+def fingerprint(trees: list[Tree | None], today: date) -> str:
+    """The cache key: every file of `trees` (path and bytes), the date, and the code and libraries
+    that decide whether those files are valid."""
+    digest = hashlib.sha256(f"{FORMAT}\0{today.isoformat()}\0{code_digest()}\0".encode())
+    for tree in trees:
+        if tree is None:
+            digest.update(b"\0none\0")
+        else:
+            tree.feed(digest)
     return digest.hexdigest()
 
 
-def load(key: str, kb_root: Path) -> tuple[KB, tuple[Rule, ...]] | None:
-    """The KB and rules stored under `key`, or None when there are none (or they cannot be read)."""
-    folder = cache_dir()
+@functools.cache
+def code_digest() -> str:
+    """A hash of every module under engine/ and of the parsing and validating libraries' versions."""
+    digest = hashlib.sha256(platform.python_version().encode())
+    for name in LIBRARIES:
+        try:
+            digest.update(f"\0{name}={metadata.version(name)}".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"\0{name}=?".encode())
+    package = Path(__file__).resolve().parent
+    for module in code_files():
+        digest.update(module.as_posix().encode() + b"\0")
+        digest.update((package / module).read_bytes())
+    return digest.hexdigest()
+
+
+def code_files() -> list[Path]:
+    """The modules of the engine package, relative to it: all of them, not a list someone must keep
+    up to date, since reading, linting, importing and the schemas all decide what is valid."""
+    package = Path(__file__).resolve().parent
+    return sorted(module.relative_to(package) for module in package.rglob("*.py"))
+
+
+def usable_dir(folder: Path | None = None) -> Path | None:
+    """The cache folder, created if need be, when it is safe to use: owned by this user and writable
+    by no one else. None (with a warning) when it is not, or when the cache is off."""
+    folder = folder if folder is not None else cache_dir()
     if folder is None:
         return None
     try:
-        cached = CachedKB.model_validate_json((folder / f"kb-{key}.json").read_bytes())
-    except (OSError, ValidationError, ValueError):
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.stat()
+    except OSError as exc:
+        log.warning("the KB cache at %s is not used: %s", folder, exc.strerror or exc)
+        return None
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None and (info.st_uid != getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+        log.warning(
+            "the KB cache at %s is not used: it must belong to this user and be writable by no one else "
+            "(chmod 700 it, or set %s to another folder)",
+            folder,
+            CACHE_ENV,
+        )
+        return None
+    return folder
+
+
+def load(key: str, kb_root: Path, today: date, folder: Path | None = None) -> CheckedKB | None:
+    """The KB and rules stored under `key`, or None when there are none, or they cannot be read, or
+    they fail any check (see the module's docstring)."""
+    folder = usable_dir(folder)
+    if folder is None:
+        return None
+    try:
+        raw = (folder / f"kb-{key}.json").read_bytes()
+        secret = _secret(folder, create=False)
+    except OSError:
+        return None
+    payload = _verified(raw, key, secret)
+    if payload is None:
+        log.warning("the KB cache entry %s failed its integrity check and is ignored", key[:12])
+        return None
+    try:
+        cached = CachedKB.model_validate_json(payload)
+    except (ValidationError, ValueError):
         return None
     views: dict[str, Any] = {
         kind: MappingProxyType({entity.id: entity for entity in getattr(cached, kind)})
         for kind in kb_models.KIND_MODELS
     }
     kb = KB(root=kb_root, version=cached.version, origins=MappingProxyType({}), **views)
-    return kb, tuple(cached.rules)
+    rules = tuple(cached.rules)
+    from engine.lint import entity_problems  # lint reads the catalog: imported only on a hit
+
+    if entity_problems(kb, today) or not _rules_consistent(rules):
+        log.warning("the KB cache entry %s fails the KB checks and is ignored", key[:12])
+        return None
+    return CheckedKB(kb, rules, key, cached.kb_version, MappingProxyType(cached.categories))
 
 
-def store(key: str, kb: KB, rules: tuple[Rule, ...]) -> None:
-    """Keep a clean KB and rule set under `key` (written atomically; failures are ignored)."""
-    folder = cache_dir()
+def store(checked: CheckedKB, folder: Path | None = None) -> None:
+    """Keep a clean KB and rule set under `key`: written to a temporary file, flushed to disk, then
+    renamed over the entry, so a reader sees the whole entry or none. Failures are ignored."""
+    folder = usable_dir(folder)
     if folder is None:
         return
+    kb, key = checked.kb, checked.key
     entities = {kind: list(kb.of_kind(kind).values()) for kind in kb_models.KIND_MODELS}
-    payload = CachedKB(version=kb.version, rules=list(rules), **entities)
+    payload = CachedKB(
+        version=kb.version,
+        kb_version=checked.version,
+        categories=dict(checked.categories),
+        rules=list(checked.rules),
+        **entities,
+    ).model_dump_json(by_alias=True)
+    entry = folder / f"kb-{key}.json"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        for stale in folder.glob("kb-*.json"):  # one entry is enough: the KB in use
-            stale.unlink(missing_ok=True)
+        secret = _secret(folder, create=True)
         with tempfile.NamedTemporaryFile("wb", dir=folder, delete=False, suffix=".tmp") as handle:
-            handle.write(payload.model_dump_json(by_alias=True).encode())
-        Path(handle.name).replace(folder / f"kb-{key}.json")
+            handle.write(MAGIC + _mac(secret, key, payload.encode()).encode() + b"\n" + payload.encode())
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(handle.name).replace(entry)
     except OSError:
         return
+    _prune(folder, keep=entry)
+
+
+def _prune(folder: Path, keep: Path) -> None:
+    """One entry is enough (the KB in use); temporary files of writers that died are removed."""
+    now = time.time()
+    for path in folder.iterdir():
+        try:
+            replaced = path.name.startswith("kb-") and path.suffix == ".json" and path != keep
+            abandoned = path.suffix == ".tmp" and now - path.stat().st_mtime > STALE_TEMP_SECONDS
+            if replaced or abandoned:
+                path.unlink()
+        except OSError:
+            continue
+
+
+def _secret(folder: Path, create: bool) -> bytes:
+    """The folder's HMAC secret; with `create`, a new one when there is none or it is damaged (which
+    makes every entry already there unreadable, as it should)."""
+    path = folder / SECRET_FILE
+    try:
+        secret = path.read_bytes()
+    except FileNotFoundError:
+        secret = b""
+    if len(secret) == SECRET_BYTES:
+        return secret
+    if not create:
+        raise OSError("no usable cache secret")
+    with tempfile.NamedTemporaryFile("wb", dir=folder, delete=False, suffix=".tmp") as handle:
+        handle.write(secrets.token_bytes(SECRET_BYTES))  # NamedTemporaryFile is mode 0600
+    Path(handle.name).replace(path)
+    return path.read_bytes()  # a writer racing this one may have won: use what is there now
+
+
+def _mac(secret: bytes, key: str, payload: bytes) -> str:
+    return hmac.new(secret, key.encode() + b"\0" + payload, hashlib.sha256).hexdigest()
+
+
+def _verified(raw: bytes, key: str, secret: bytes) -> bytes | None:
+    """The entry's content when its header and HMAC are right, else None."""
+    if not raw.startswith(MAGIC):
+        return None
+    mac, _, payload = raw[len(MAGIC) :].partition(b"\n")
+    expected = _mac(secret, key, payload).encode()
+    return payload if hmac.compare_digest(mac, expected) else None
+
+
+def _rules_consistent(rules: tuple[Rule, ...]) -> bool:
+    ids = {rule.id for rule in rules}
+    return len(ids) == len(rules) and all(r.replaced_by is None or r.replaced_by in ids for r in rules)

@@ -8,6 +8,7 @@ silently. Corrections to the snapshot live in data/catalog-import.yaml, never in
 from __future__ import annotations
 
 import csv
+import io
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -18,6 +19,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from engine.documents import ReadError, read_yaml_mapping
+from engine.knowledge.snapshot import Tree
 from engine.models.importer import ImportConfig, Override
 from engine.models.kb import Gpu, Offer, Provider
 
@@ -61,22 +64,27 @@ class ImportResult:
     skipped: tuple[Skipped, ...]
 
 
-def build_offers(data: Path, gpus: Mapping[str, Gpu], providers: Mapping[str, Provider]) -> ImportResult:
-    """Offers from the snapshot under `data` for the given KB gpus and providers."""
-    config = _load_config(data / CONFIG_FILE)
-    names = {**_name_map(data / CATALOG_DIR / NAME_MAP_FILE), **config.names}
+def build_offers(
+    source: Path | Tree, gpus: Mapping[str, Gpu], providers: Mapping[str, Provider]
+) -> ImportResult:
+    """Offers from the snapshot under `source` (the data folder, or one already read into memory)
+    for the given KB gpus and providers."""
+    tree = source if isinstance(source, Tree) else Tree.read(source)
+    data = tree.root
+    config = _load_config(tree, data / CONFIG_FILE)
+    names = {**_name_map(tree, data / CATALOG_DIR / NAME_MAP_FILE), **config.names}
     clouds = {p.catalog_name: p.id for p in providers.values() if p.catalog_name}
     drafts: dict[str, Draft] = {}
     skipped: list[Skipped] = []
-    for source, row in _catalog_rows(data / CATALOG_DIR):
-        draft = _draft(source, row, config, names, clouds, gpus)
+    for origin, row in _catalog_rows(tree, data / CATALOG_DIR):
+        draft = _draft(origin, row, config, names, clouds, gpus)
         if isinstance(draft, Skipped):
             skipped.append(draft)
         else:
             _merge(drafts, draft, skipped)
     if config.manual_offers:
-        for source, row in _csv_rows(data / config.manual_offers, config.manual_offers):
-            manual = _manual_draft(source, row, gpus, providers)
+        for origin, row in _csv_rows(tree, data / config.manual_offers, config.manual_offers):
+            manual = _manual_draft(origin, row, gpus, providers)
             if isinstance(manual, Skipped):
                 skipped.append(manual)
             else:
@@ -116,14 +124,14 @@ def write_offers(result: ImportResult, offers_dir: Path) -> tuple[int, int]:
     return written, removed
 
 
-def stale_offers(result: ImportResult, offers_dir: Path) -> Iterator[tuple[str, str]]:
-    """(file name, what is wrong) for each offer file that differs from a fresh import."""
-    existing = {p.stem: p for p in offers_dir.glob("*.yaml")} if offers_dir.is_dir() else {}
+def stale_offers(result: ImportResult, kb: Tree, offers_dir: Path) -> Iterator[tuple[str, str]]:
+    """(file name, what is wrong) for each offer file in `kb` that differs from a fresh import."""
+    existing = {p.stem: p for p in kb.iterdir(offers_dir) if p.suffix == ".yaml"}
     for offer_id, text in result.files.items():
         path = existing.get(offer_id)
         if path is None:
             yield f"{offer_id}.yaml", "is missing"
-        elif path.read_bytes() != text.encode("utf-8"):
+        elif _bytes_or_none(kb, path) != text.encode("utf-8"):
             yield f"{offer_id}.yaml", "differs from the snapshot"
     for stem in sorted(set(existing) - set(result.files)):
         yield f"{stem}.yaml", "is not produced by the import"
@@ -152,43 +160,52 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|") or "(none)"
 
 
-def _load_config(path: Path) -> ImportConfig:
+def _load_config(tree: Tree, path: Path) -> ImportConfig:
+    # The same guarded reader as KB files: a deeply nested or aliased file is a problem, not a crash.
+    document = read_yaml_mapping(path, path.name, tree)
+    if isinstance(document, ReadError):
+        where = f":{document.line}" if document.line else ""
+        raise CatalogError(f"{path.name}{where}: {document.message}")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return ImportConfig.model_validate(raw)
-    except OSError as exc:
-        raise CatalogError(f"{path.name}: cannot read ({exc.strerror})") from exc
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path.name}: invalid YAML: {exc}") from exc
+        return ImportConfig.model_validate(document.data)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         raise CatalogError(f"{path.name}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
 
 
-def _csv_rows(path: Path, display: str) -> Iterator[tuple[str, dict[str, str]]]:
+def _csv_rows(tree: Tree, path: Path, display: str) -> Iterator[tuple[str, dict[str, str]]]:
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            for row in reader:
-                yield f"{display}:{reader.line_num}", {k: (v or "").strip() for k, v in row.items() if k}
+        text = tree.read_bytes(path).decode("utf-8")
     except OSError as exc:
         raise CatalogError(f"{display}: cannot read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"{display}: not valid UTF-8 at byte {exc.start}") from exc
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    for row in reader:
+        yield f"{display}:{reader.line_num}", {k: (v or "").strip() for k, v in row.items() if k}
 
 
-def _name_map(path: Path) -> dict[str, str]:
+def _name_map(tree: Tree, path: Path) -> dict[str, str]:
     return {
         row["skypilot_accelerator_name"]: row["proposed_gpu_id"]
-        for _, row in _csv_rows(path, f"{CATALOG_DIR}/{NAME_MAP_FILE}")
+        for _, row in _csv_rows(tree, path, f"{CATALOG_DIR}/{NAME_MAP_FILE}")
         if row.get("proposed_gpu_id")
     }
 
 
-def _catalog_rows(folder: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    if not folder.is_dir():
+def _catalog_rows(tree: Tree, folder: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    if not tree.is_dir(folder):
         raise CatalogError(f"{CATALOG_DIR}/ not found next to {CONFIG_FILE}")
-    for path in sorted(folder.glob("*.csv")):
-        if path.name != NAME_MAP_FILE:
-            yield from _csv_rows(path, f"{CATALOG_DIR}/{path.name}")
+    for path in tree.iterdir(folder):
+        if path.suffix == ".csv" and path.name != NAME_MAP_FILE:
+            yield from _csv_rows(tree, path, f"{CATALOG_DIR}/{path.name}")
+
+
+def _bytes_or_none(tree: Tree, path: Path) -> bytes | None:
+    try:
+        return tree.read_bytes(path)
+    except OSError:
+        return None
 
 
 def _matching_override(config: ImportConfig, row: dict[str, str]) -> Override | None:

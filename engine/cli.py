@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from datetime import date
@@ -329,9 +330,19 @@ def _serve(args: argparse.Namespace) -> int:
     if args.workers == 1:  # one process: serve what was just checked rather than reading it again
         uvicorn.run(create_app(advisor=advisor), host=args.host, port=args.port)
         return EXIT_OK
-    # each worker process loads the (now checked) KB and rules itself, from these folders
+    from api.generations import STATE_ENV, WORKERS_ENV, Generations, private_folder
+
+    # Every worker starts on the KB just checked, published in a folder they share, and follows
+    # the generations a reload publishes there (api/generations.py).
+    generations = Generations(private_folder(), args.workers)
+    if advisor.checked is not None:
+        generations.publish(advisor.checked)
     os.environ["GPU_ADVISOR_KB"], os.environ["GPU_ADVISOR_RULES"] = str(kb_root), str(rules_root)
-    uvicorn.run("api.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
+    os.environ[STATE_ENV], os.environ[WORKERS_ENV] = str(generations.folder), str(args.workers)
+    try:
+        uvicorn.run("api.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
+    finally:
+        shutil.rmtree(generations.folder, ignore_errors=True)
     return EXIT_OK
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from engine.knowledge.snapshot import Tree
+
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """LibYAML's safe loader when PyYAML was built with it (10x faster), else the pure-Python one."""
 
@@ -74,23 +76,29 @@ class ReadError:
     fix: str
 
 
-def read_yaml_mapping(path: Path, display: str) -> Document | ReadError:
-    """Parse `path` as a single YAML mapping, or say precisely why it cannot be."""
+def read_yaml_mapping(path: Path, display: str, tree: Tree | None = None) -> Document | ReadError:
+    """Parse `path` as a single YAML mapping, or say precisely why it cannot be. With `tree`, the
+    bytes are the ones the tree read (see engine/knowledge/snapshot.py), not the disk's now."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return ReadError(
-                0,
-                "size",
-                f"file is {size:,} bytes (limit {MAX_FILE_BYTES:,})",
-                "a KB file holds one entity; split or trim it",
-            )
-        raw = path.read_bytes()
+        if tree is None and path.stat().st_size > MAX_FILE_BYTES:
+            return _too_large(path.stat().st_size)
+        raw = tree.read_bytes(path) if tree is not None else path.read_bytes()
     except OSError as exc:
         return ReadError(
             0, "read", f"cannot read file: {exc.strerror or exc}", "check the file's permissions"
         )
+    if len(raw) > MAX_FILE_BYTES:
+        return _too_large(len(raw))
     return parse_yaml_mapping(raw, path, display)
+
+
+def _too_large(size: int) -> ReadError:
+    return ReadError(
+        0,
+        "size",
+        f"file is {size:,} bytes (limit {MAX_FILE_BYTES:,})",
+        "a KB file holds one entity; split or trim it",
+    )
 
 
 def parse_yaml_mapping(raw: bytes, path: Path, display: str) -> Document | ReadError:

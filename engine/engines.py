@@ -21,6 +21,9 @@ class EngineConfigError(ValueError):
 class RuleEngine(Protocol):
     def run(self, facts: Facts) -> Outcome: ...
 
+    def close(self) -> None:
+        """Free what the engine holds outside Python; `run` must still answer afterwards."""
+
 
 def configured_engine_name() -> EngineName:
     """$GPU_ADVISOR_ENGINE, else durable; an unknown name is an EngineConfigError listing the choices."""

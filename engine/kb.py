@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from engine.documents import Document, Loc, ReadError, read_yaml_mapping
+from engine.knowledge.snapshot import Tree
 from engine.models.kb import (
     KIND_MODELS,
     Entity,
@@ -65,8 +66,11 @@ class KB:
         return entities
 
     def line(self, kind: str, entity_id: str, loc: Loc = ()) -> tuple[str, int]:
-        """(display path, line) of a field of an entity."""
-        origin = self.origins[(kind, entity_id)]
+        """(display path, line) of a field of an entity; line 0 for one not read from a file here
+        (a KB from the cache keeps no documents)."""
+        origin = self.origins.get((kind, entity_id))
+        if origin is None:
+            return f"{self.root.name}/{kind}/{entity_id}.yaml", 0
         return origin.display, origin.document.line_of(loc)
 
 
@@ -76,7 +80,7 @@ class LoadResult:
     problems: list[Problem]
 
 
-def load_kb(root: Path) -> KB:
+def load_kb(root: Path | Tree) -> KB:
     """The knowledge base at `root`, or `KBInvalid` listing every problem found."""
     result = read_kb(root)
     if result.problems or result.kb is None:
@@ -84,10 +88,13 @@ def load_kb(root: Path) -> KB:
     return result.kb
 
 
-def read_kb(root: Path) -> LoadResult:
-    """Read and validate every file under `root`, collecting problems instead of raising."""
+def read_kb(source: Path | Tree) -> LoadResult:
+    """Read and validate every file under `source` (a folder, or one already read into memory),
+    collecting problems instead of raising."""
+    tree = source if isinstance(source, Tree) else Tree.read(source)
+    root = tree.root
     anchor = root.parent
-    if not root.is_dir():
+    if not tree.is_dir(root):
         return LoadResult(
             None,
             [
@@ -100,28 +107,29 @@ def read_kb(root: Path) -> LoadResult:
                 )
             ],
         )
-    problems = list(_layout_problems(root, anchor))
+    problems = list(_layout_problems(tree, anchor))
     entities: dict[str, dict[str, Entity]] = {}
     origins: dict[tuple[str, str], Origin] = {}
     for kind, model in KIND_MODELS.items():
-        entities[kind] = _read_kind(root / kind, kind, model, anchor, origins, problems)
+        entities[kind] = _read_kind(tree, root / kind, kind, model, anchor, origins, problems)
     # Each kind's entities were validated by KIND_MODELS[kind], so the views have the field's type.
     views: dict[str, Any] = {
         kind: MappingProxyType(dict(sorted(items.items()))) for kind, items in entities.items()
     }
-    kb = KB(root=root, version=content_version([root]), origins=MappingProxyType(origins), **views)
+    kb = KB(root=root, version=content_version([tree]), origins=MappingProxyType(origins), **views)
     # A file that exists but failed validation is reported once, not again by every file naming it.
     unreadable = frozenset(
         (kind, path.stem)
         for kind in KIND_MODELS
-        for path in (root / kind).glob("*.yaml")
-        if path.stem not in entities[kind]
+        for path in tree.iterdir(root / kind)
+        if path.suffix == ".yaml" and path.stem not in entities[kind]
     )
     problems.extend(reference_problems(kb, unreadable))
     return LoadResult(kb, sorted(problems))
 
 
 def _read_kind(
+    tree: Tree,
     folder: Path,
     kind: str,
     model: type[Entity],
@@ -131,9 +139,9 @@ def _read_kind(
 ) -> dict[str, Entity]:
     """The valid entities of one KB folder, recording where each came from."""
     loaded = []
-    for path in _entity_files(folder, anchor, problems):
+    for path in _entity_files(tree, folder, anchor, problems):
         display = display_path(path, anchor)
-        read = _read_entity(path, display, model, problems)
+        read = _read_entity(tree, path, display, model, problems)
         if read is not None:
             loaded.append((path.stem, display, *read))
     entities: dict[str, Entity] = {}
@@ -153,20 +161,21 @@ def _read_kind(
     return entities
 
 
-def content_version(roots: list[Path]) -> str:
-    """A short content hash of every YAML file under `roots` (the `kb_version` of responses)."""
+def content_version(trees: list[Tree]) -> str:
+    """A short content hash of every YAML file in `trees` (the `kb_version` of responses)."""
     digest = hashlib.sha256()
-    for root in roots:
-        for path in sorted(root.rglob("*.yaml")):
-            digest.update(path.relative_to(root).as_posix().encode())
+    for tree in trees:
+        for name, content in tree.yaml_files():
+            digest.update(name.encode("utf-8", "surrogateescape"))
             digest.update(b"\0")
-            digest.update(path.read_bytes())
+            digest.update(content if isinstance(content, bytes) else repr(content).encode())
     return digest.hexdigest()[:12]
 
 
-def _layout_problems(root: Path, anchor: Path) -> Iterator[Problem]:
+def _layout_problems(tree: Tree, anchor: Path) -> Iterator[Problem]:
+    root = tree.root
     for kind in KIND_MODELS:
-        if not (root / kind).is_dir():
+        if not tree.is_dir(root / kind):
             yield Problem(
                 display_path(root / kind, anchor),
                 0,
@@ -174,8 +183,8 @@ def _layout_problems(root: Path, anchor: Path) -> Iterator[Problem]:
                 f"folder `{kind}` is missing",
                 f"create {kind}/ (it may be empty)",
             )
-    for child in sorted(root.iterdir()):
-        if child.is_dir() and child.name not in KIND_MODELS and not child.name.startswith("."):
+    for child in tree.iterdir(root):
+        if tree.is_dir(child) and child.name not in KIND_MODELS and not child.name.startswith("."):
             yield Problem(
                 display_path(child, anchor),
                 0,
@@ -185,13 +194,11 @@ def _layout_problems(root: Path, anchor: Path) -> Iterator[Problem]:
             )
 
 
-def _entity_files(folder: Path, anchor: Path, problems: list[Problem]) -> Iterator[Path]:
-    if not folder.is_dir():
-        return
-    for path in sorted(folder.iterdir()):
+def _entity_files(tree: Tree, folder: Path, anchor: Path, problems: list[Problem]) -> Iterator[Path]:
+    for path in tree.iterdir(folder):
         if path.name.startswith(".") or path.name == "README.md":
             continue
-        if path.is_dir():
+        if tree.is_dir(path):
             problems.append(
                 Problem(
                     display_path(path, anchor),
@@ -216,9 +223,9 @@ def _entity_files(folder: Path, anchor: Path, problems: list[Problem]) -> Iterat
 
 
 def _read_entity(
-    path: Path, display: str, model: type[E], problems: list[Problem]
+    tree: Tree, path: Path, display: str, model: type[E], problems: list[Problem]
 ) -> tuple[E, Document] | None:
-    document = read_yaml_mapping(path, display)
+    document = read_yaml_mapping(path, display, tree)
     if isinstance(document, ReadError):
         problems.append(Problem(display, document.line, document.check, document.message, document.fix))
         return None

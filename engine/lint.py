@@ -16,7 +16,8 @@ from pydantic import BaseModel
 
 from engine.catalog import CONFIG_FILE, CatalogError, build_offers, stale_offers
 from engine.documents import Loc
-from engine.kb import KB, LoadResult, read_kb
+from engine.kb import KB, LoadResult, read_kb, reference_problems
+from engine.knowledge.snapshot import Tree
 from engine.models.kb import KIND_MODELS, Entity, Gpu, Interconnect, Model, Offer
 from engine.paths import display_path
 from engine.problems import KBInvalid, Problem
@@ -24,31 +25,45 @@ from engine.problems import KBInvalid, Problem
 _NO_BANDWIDTH_KINDS = ("none", "unified")
 
 
-def lint_kb(root: Path, data: Path | None, today: date) -> list[Problem]:
-    """All problems in the KB at `root`; `data` (the snapshot folder) enables the generated check."""
-    return lint_loaded(read_kb(root), data, today)
+def lint_kb(root: Path | Tree, data: Path | Tree | None, today: date) -> list[Problem]:
+    """All problems in the KB at `root`; `data` (the snapshot folder) enables the generated check.
+    Either may be a folder or a `Tree` already read from one."""
+    kb_tree, data_tree = _tree(root), _tree(data) if data is not None else None
+    return lint_loaded(read_kb(kb_tree), kb_tree, data_tree, today)
 
 
-def load_checked_kb(root: Path, data: Path | None, today: date) -> KB:
+def load_checked_kb(root: Path | Tree, data: Path | Tree | None, today: date) -> KB:
     """The KB at `root` if every lint check passes (what the service runs on), else `KBInvalid`."""
-    result = read_kb(root)
-    problems = lint_loaded(result, data, today)
+    kb_tree, data_tree = _tree(root), _tree(data) if data is not None else None
+    result = read_kb(kb_tree)
+    problems = lint_loaded(result, kb_tree, data_tree, today)
     if problems or result.kb is None:
         raise KBInvalid(problems)
     return result.kb
 
 
-def lint_loaded(result: LoadResult, data: Path | None, today: date) -> list[Problem]:
-    """Every problem of an already-read KB: its reading problems plus the value and generated checks."""
+def lint_loaded(result: LoadResult, kb_tree: Tree, data: Tree | None, today: date) -> list[Problem]:
+    """Every problem of a KB read from `kb_tree`: its reading problems plus the value and generated
+    checks."""
     problems = list(result.problems)
     if result.kb is not None:
         problems.extend(value_problems(result.kb, today))
         # Offers are generated from gpus and providers: check them only once those are valid,
         # or one broken GPU file would also be reported as dozens of stale offers.
         inputs_valid = not any(p.path.split("/")[-2:-1] in (["gpus"], ["providers"]) for p in problems)
-        if inputs_valid and data is not None and (data / CONFIG_FILE).is_file():
-            problems.extend(generated_problems(result.kb, data))
+        if inputs_valid and data is not None and data.is_file(data.root / CONFIG_FILE):
+            problems.extend(generated_problems(result.kb, kb_tree, data))
     return sorted(set(problems))
+
+
+def _tree(source: Path | Tree) -> Tree:
+    return source if isinstance(source, Tree) else Tree.read(source)
+
+
+def entity_problems(kb: KB, today: date) -> list[Problem]:
+    """The checks that need only the entities, not their files: references between them, values and
+    dates. What a KB restored from the cache is put through again."""
+    return sorted(set(reference_problems(kb)) | set(value_problems(kb, today)))
 
 
 def value_problems(kb: KB, today: date) -> Iterator[Problem]:
@@ -153,7 +168,7 @@ def _model_findings(model: Model) -> Iterator[Finding]:
         )
 
 
-def generated_problems(kb: KB, data: Path) -> Iterator[Problem]:
+def generated_problems(kb: KB, kb_tree: Tree, data: Tree) -> Iterator[Problem]:
     """kb/offers/ must equal a fresh import of the snapshot."""
     offers_dir = kb.root / "offers"
     anchor = kb.root.parent
@@ -161,14 +176,14 @@ def generated_problems(kb: KB, data: Path) -> Iterator[Problem]:
         result = build_offers(data, kb.gpus, kb.providers)
     except CatalogError as exc:
         yield Problem(
-            display_path(data / CONFIG_FILE, anchor),
+            display_path(data.root / CONFIG_FILE, anchor),
             0,
             "generated",
             str(exc),
             "fix the snapshot or the import configuration",
         )
         return
-    for name, what in stale_offers(result, offers_dir):
+    for name, what in stale_offers(result, kb_tree, offers_dir):
         yield Problem(
             display_path(offers_dir / name, anchor),
             0,

@@ -14,6 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import NamedTuple
 
+from engine.cache import CheckedKB
 from engine.candidates import Context, Option, context_for, latest_prices, options
 from engine.economics import spend
 from engine.engines import RuleEngine, make_engine
@@ -30,7 +31,7 @@ from engine.explain import (
 from engine.explain import money as money_text
 from engine.facts import request_facts
 from engine.graph import KBGraph
-from engine.kb import KB, content_version
+from engine.kb import KB
 from engine.models.request import RecommendRequest
 from engine.models.response import (
     Cost,
@@ -92,19 +93,27 @@ class Advisor:
     and the option caches only gain entries computed from them (a race computes one twice)."""
 
     def __init__(
-        self, kb: KB, rules: Sequence[Rule], rules_root: Path | None = None, engine: RuleEngine | None = None
+        self,
+        kb: KB,
+        rules: Sequence[Rule],
+        rules_root: Path | None = None,
+        engine: RuleEngine | None = None,
+        *,
+        checked: CheckedKB | None = None,
     ):
+        """An advisor over `kb` and `rules`; `checked` says what identifies them when they were read
+        and checked (engine/knowledge/checked.py), which is how the service builds one."""
         self.kb = kb
         self.rules = tuple(rules)
         self.rules_root = rules_root
         self.rules_by_id = {rule.id: rule for rule in self.rules}
-        self.categories = (
-            {path.stem: path.parent.name for path in rules_root.glob("*/*.yaml")} if rules_root else {}
-        )
+        self.categories = dict(checked.categories) if checked else {}
         self.graph = KBGraph(kb)
         self.engine = engine or make_engine(self.rules)
-        roots = [kb.root] + ([rules_root] if rules_root is not None else [])
-        self.version = content_version(roots)
+        self.checked = checked
+        self.key = checked.key if checked else None
+        """the cache key of what this advisor was built from (None when built from objects)"""
+        self.version = checked.version if checked else kb.version
         self.prices_as_of = max((o.as_of for o in kb.offers.values()), default=None)
         self.rent_rates = _cheapest_rates(self.graph)
         self._options: dict[tuple[Context, int | None], tuple[Option, ...]] = {}
@@ -125,6 +134,15 @@ class Advisor:
                     os=os_name, vendors=None, providers=None, spot=spot, owned=(), extra_counts=frozenset()
                 )
                 self.grouped_options(ctx, None)
+
+    @classmethod
+    def of(cls, checked: CheckedKB, rules_root: Path | None) -> Advisor:
+        return cls(checked.kb, checked.rules, rules_root, checked=checked)
+
+    def close(self) -> None:
+        """Free what the rule engine holds outside Python (durable's ruleset) once this advisor is
+        replaced. Requests still running on it are answered by an equivalent engine."""
+        self.engine.close()
 
     def open_sessions(self) -> int:
         """Rule-engine sessions open now (durable keeps one per request in flight; the reference none)."""
@@ -747,24 +765,9 @@ def _text(value: Scalar | None) -> str | None:
 def load_advisor(kb_root: Path, rules_root: Path, data_root: Path | None, today: date) -> Advisor:
     """An advisor over the KB and rules at these roots when every lint check passes, else `KBInvalid`
     listing the problems of both (the service starts, and reloads, only on a clean KB)."""
-    from engine import cache
-    from engine.lint import load_checked_kb
-    from engine.problems import KBInvalid
-    from engine.rules import read_rules
+    from engine.knowledge.checked import read_checked
 
-    key = cache.fingerprint([kb_root, rules_root, data_root], today)
-    cached = cache.load(key, kb_root)
-    if cached is not None:  # these exact files passed every check today
-        return Advisor(cached[0], cached[1], rules_root)
-    ruleset = read_rules(rules_root)
-    try:
-        kb = load_checked_kb(kb_root, data_root, today)
-    except KBInvalid as invalid:
-        raise KBInvalid(invalid.problems + list(ruleset.problems)) from None
-    if ruleset.problems:
-        raise KBInvalid(list(ruleset.problems))
-    cache.store(key, kb, ruleset.rules)
-    return Advisor(kb, ruleset.rules, rules_root)
+    return Advisor.of(read_checked(kb_root, rules_root, data_root, today), rules_root)
 
 
 _default: Advisor | None = None

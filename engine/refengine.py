@@ -130,3 +130,6 @@ class ReferenceEngine:
                 return Outcome(MappingProxyType(known), tuple(firings))
             fired.add(rule.id)
             firings.append(fire(rule, known, len(firings) + 1))
+
+    def close(self) -> None:
+        """Nothing to free: the reference engine holds only Python objects."""

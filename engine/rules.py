@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from engine.documents import ReadError, read_yaml_mapping
 from engine.engines import RuleEngine
 from engine.kb import schema_problems
+from engine.knowledge.snapshot import Tree
 from engine.models.rule import Rule
 from engine.paths import display_path
 from engine.problems import Problem
@@ -27,17 +28,20 @@ class RuleSet:
     problems: tuple[Problem, ...]
 
 
-def read_rules(root: Path) -> RuleSet:
-    """Every rule under `root` (one folder level of categories), and every problem found."""
+def read_rules(source: Path | Tree) -> RuleSet:
+    """Every rule under `source` (one folder level of categories; a folder, or one already read into
+    memory), and every problem found."""
+    tree = source if isinstance(source, Tree) else Tree.read(source)
+    root = tree.root
     anchor = root.parent
     problems: list[Problem] = []
     rules: dict[str, tuple[Rule, str]] = {}
-    if not root.is_dir():
+    if not tree.is_dir(root):
         problem = Problem(display_path(root, anchor), 0, "layout", "rules folder not found", "create rules/")
         return RuleSet((), (problem,))
-    for path in _rule_files(root, anchor, problems):
+    for path in _rule_files(tree, anchor, problems):
         display = display_path(path, anchor)
-        document = read_yaml_mapping(path, display)
+        document = read_yaml_mapping(path, display, tree)
         if isinstance(document, ReadError):
             problems.append(Problem(display, document.line, document.check, document.message, document.fix))
             continue
@@ -84,11 +88,11 @@ def read_rules(root: Path) -> RuleSet:
     return RuleSet(ordered, tuple(sorted(problems)))
 
 
-def _rule_files(root: Path, anchor: Path, problems: list[Problem]) -> Iterator[Path]:
-    for category in sorted(root.iterdir()):
+def _rule_files(tree: Tree, anchor: Path, problems: list[Problem]) -> Iterator[Path]:
+    for category in tree.iterdir(tree.root):
         if category.name.startswith(".") or category.name == "README.md":
             continue
-        if not category.is_dir():
+        if not tree.is_dir(category):
             problems.append(
                 Problem(
                     display_path(category, anchor),
@@ -99,8 +103,8 @@ def _rule_files(root: Path, anchor: Path, problems: list[Problem]) -> Iterator[P
                 )
             )
             continue
-        for path in sorted(category.iterdir()):
-            if path.suffix == ".yaml" and path.is_file():
+        for path in tree.iterdir(category):
+            if path.suffix == ".yaml" and tree.is_file(path):
                 yield path
             elif not path.name.startswith("."):
                 problems.append(

@@ -331,8 +331,11 @@ def test_a_replaced_advisor_is_freed_though_the_heap_was_frozen(kb_copy: Path) -
         client.post("/recommend", json=SMALL)
         # The rule engine and its actions refer to each other: a cycle only the collector frees.
         old = weakref.ref(client.app.state.advisor.engine)  # type: ignore[attr-defined]
+        gpu = kb_copy / "gpus/nvidia-rtx-4090.yaml"
+        gpu.write_text(gpu.read_text() + "# edited\n")  # a change, so the reload replaces the advisor
         reloaded = client.post("/admin/reload", headers={"Authorization": "Bearer s3cret"})
         assert reloaded.status_code == 200, reloaded.text
+        assert reloaded.json()["changed"] is True
         assert old() is None
         assert client.post("/recommend", json=SMALL).status_code == 200
 

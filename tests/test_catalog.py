@@ -124,5 +124,26 @@ def test_cli_import_reports_a_broken_config(kb_copy: Path, capsys: pytest.Captur
     assert "catalog-import.yaml" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "config",
+    [
+        "names: " + "[" * 100_000 + "]" * 100_000 + "\n",  # deeper than Python's recursion limit
+        "as_of: 2026-11-01\nnames: &a {x: y}\noverrides: [*a, *a]\n",  # an alias
+    ],
+    ids=["deep", "alias"],
+)
+def test_a_hostile_config_is_a_problem_not_a_crash(
+    kb_copy: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """data/catalog-import.yaml goes through the same guarded reader as KB files."""
+    data = kb_copy.parent / "data"
+    (data / "catalog-import.yaml").write_text(config)
+    assert main(["kb", "import-catalog", "--kb", str(kb_copy), "--data", str(data)]) == 1
+    assert "catalog-import.yaml" in capsys.readouterr().err
+    lint = main(["kb", "lint", "--kb", str(kb_copy), "--data", str(data), "--today", "2026-11-22"])
+    assert lint == 1  # problems found, not an internal error (70)
+    assert "catalog-import.yaml:" in capsys.readouterr().out
+
+
 def test_import_report_in_docs_is_current(imported: ImportResult) -> None:
     assert (PROJECT / "docs/catalog-import.md").read_text() == report_markdown(imported)

@@ -85,6 +85,17 @@ class Reloaded(BaseModel):
     gpus: int = Field(description="accelerators in the new knowledge base")
     offers: int = Field(description="priced offers in the new knowledge base")
     rules: int = Field(description="rules in the new rule set")
+    changed: bool = Field(description="false when the files on disk were what was already served")
+    workers: int = Field(description="worker processes now serving `kb_version` (all of them)")
+
+
+class ReloadUnfinished(BaseModel):
+    """`POST /admin/reload` checked the new KB but could not confirm that every worker serves it."""
+
+    detail: str = Field(description="what happened, and what to do")
+    kb_version: str = Field(description="the version published for every worker")
+    workers_switched: int = Field(description="worker processes known to serve `kb_version`")
+    workers: int = Field(description="worker processes the service runs")
 
 
 class ReloadRefused(BaseModel):

@@ -1,0 +1,117 @@
+"""The advisor in service and how it changes: start-up, reload, and following the other workers.
+
+Every change goes through `install`: the new advisor replaces the old one as a whole (a request holds
+the one it started with, so no answer mixes two KBs), the old one's rule engine frees what it holds
+outside Python, and the long-lived heap is frozen again (api/heap.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from api import heap
+from api.generations import Convergence, Generations, Watcher, private_folder
+from engine.knowledge.checked import disk_key, read_checked, read_checked_apart
+from engine.recommend import Advisor
+
+
+@dataclass(frozen=True)
+class Reload:
+    """What a reload did: the versions before and after, and how many workers serve the new one."""
+
+    previous: Advisor
+    fresh: Advisor
+    convergence: Convergence
+
+
+class ServedKB:
+    """Owns `app.state.advisor` for one worker process."""
+
+    def __init__(self, state: Any, kb_root: Path, rules_root: Path, data_root: Path | None) -> None:
+        self.state = state
+        self.kb_root, self.rules_root, self.data_root = kb_root, rules_root, data_root
+        shared = Generations.from_env()
+        self._own_folder = shared is None  # alone, this process keeps its generations itself
+        self.generations = shared or Generations(private_folder(), workers=1)
+        self.watcher = Watcher(self.generations, self.adopt)
+        self._switching = threading.Lock()
+        """held while the advisor is replaced: one reload or switch at a time"""
+
+    @property
+    def advisor(self) -> Advisor:
+        advisor: Advisor = self.state.advisor
+        return advisor
+
+    def start(self, given: Advisor | None) -> None:
+        """Serve `given`, else the generation the other workers serve, else the KB on disk (checked)."""
+        key = self.generations.current()
+        advisor = given or self._published(key) or self._checked_from_disk()
+        advisor.warm()
+        self.state.advisor = advisor
+        if advisor.checked is not None and key is None:
+            self.generations.publish(advisor.checked)
+        if advisor.key is not None:
+            self.generations.acknowledge(advisor.key)
+        heap.settle()
+        self.watcher.start()
+
+    def _published(self, key: str | None) -> Advisor | None:
+        checked = self.generations.load(key, self.kb_root) if key else None
+        return Advisor.of(checked, self.rules_root) if checked else None
+
+    def _checked_from_disk(self) -> Advisor:
+        checked = read_checked(self.kb_root, self.rules_root, self.data_root, date.today())
+        return Advisor.of(checked, self.rules_root)
+
+    def stop(self) -> None:
+        self.watcher.stop()
+        if self._own_folder:
+            shutil.rmtree(self.generations.folder, ignore_errors=True)
+
+    def reload(self) -> Reload:
+        """Check the KB and rules on disk and, when they are clean, serve them on every worker.
+        `KBInvalid` (nothing changed) or `CheckFailed` when they cannot be served."""
+        with self._switching:
+            current = self.advisor
+            unchanged = current.key is not None and current.key == disk_key(
+                self.kb_root, self.rules_root, self.data_root, date.today()
+            )
+            if unchanged and current.key is not None:
+                return Reload(current, current, self.generations.convergence(current.key))
+            checked = read_checked_apart(
+                self.kb_root, self.rules_root, self.data_root, date.today(), self.generations.folder
+            )
+            fresh = Advisor.of(checked, self.rules_root)
+            fresh.warm()
+            self.generations.publish(checked)
+            self._install(fresh)
+        return Reload(current, fresh, self.generations.wait_for(checked.key))
+
+    def adopt(self, key: str) -> None:
+        """Serve the published generation `key` (the watcher's call when another worker reloaded)."""
+        if self.advisor.key == key:
+            return
+        with self._switching:
+            if self.advisor.key == key or self.generations.current() != key:
+                return
+            checked = self.generations.load(key, self.kb_root)
+            if checked is None:
+                raise RuntimeError("the published KB generation cannot be read")
+            fresh = Advisor.of(checked, self.rules_root)
+            fresh.warm()
+            self._install(fresh)
+
+    def _install(self, fresh: Advisor) -> None:
+        old = self.advisor
+        self.state.advisor = fresh
+        self.state.kb_changed()
+        if fresh.key is not None:
+            self.generations.acknowledge(fresh.key)
+        old.close()
+        del old  # kept only by requests still running on it, so `settle` can free it
+        heap.settle()
