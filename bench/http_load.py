@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,14 +57,21 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(workers: int = 1) -> Iterator[Server]:
-    """The service as `gpu-advisor serve` starts it, until the block ends."""
+def serve(
+    workers: int = 1, extra: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> Iterator[Server]:
+    """The service as `gpu-advisor serve` starts it (with `extra` arguments and `env` on top of this
+    process's environment), until the block ends."""
     port = free_port()
     command = [sys.executable, "-m", "engine.cli", "serve", "--host", HOST, "--port", str(port)]
-    command += ["--workers", str(workers)]
+    command += ["--workers", str(workers), *extra]
     started = time.perf_counter()
     process = subprocess.Popen(
-        command, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
     )
     url = f"http://{HOST}:{port}"
     try:
@@ -84,13 +91,21 @@ def serve(workers: int = 1) -> Iterator[Server]:
 
 
 async def load(
-    url: str, path: str, concurrency: int, max_requests: int, max_seconds: float
+    url: str,
+    path: str,
+    concurrency: int,
+    max_requests: int,
+    max_seconds: float,
+    check: Callable[[bytes], bool] | None = None,
+    mix: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """`concurrency` clients in a closed loop until `max_requests` are sent or `max_seconds` pass."""
-    bodies = itertools.cycle([json.dumps(body).encode() for body in requests().values()])
+    """`concurrency` clients in a closed loop until `max_requests` are sent or `max_seconds` pass,
+    posting the bodies of `mix` (default: bench/mix.py) in turn. `check`, when given, judges each
+    200's body; the bodies it rejects are counted as `wrong`."""
+    bodies = itertools.cycle([json.dumps(body).encode() for body in mix or list(requests().values())])
     headers = {"content-type": "application/json"}
     latencies: list[float] = []
-    errors = 0
+    errors = wrong = 0
     sent = 0
     deadline = time.perf_counter() + max_seconds
     connector = aiohttp.TCPConnector(limit=concurrency)
@@ -98,7 +113,7 @@ async def load(
     async with aiohttp.ClientSession(url, connector=connector, timeout=timeout) as session:
 
         async def worker() -> None:
-            nonlocal errors, sent
+            nonlocal errors, sent, wrong
             while sent < max_requests and time.perf_counter() < deadline:
                 sent += 1
                 start = time.perf_counter()
@@ -108,9 +123,11 @@ async def load(
                     else:
                         call = session.get(path)
                     async with call as response:
-                        await response.read()
+                        body = await response.read()
                         if response.status != 200:
                             errors += 1
+                        elif check is not None and not check(body):
+                            wrong += 1
                 except (aiohttp.ClientError, TimeoutError):
                     errors += 1
                 latencies.append(time.perf_counter() - start)
@@ -127,6 +144,7 @@ async def load(
         "p50_ms": percentile(latencies, 50) * 1000,
         "p99_ms": percentile(latencies, 99) * 1000,
         "errors": errors,
+        "wrong": wrong,
     }
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import http_load, inprocess
+from bench.faults import FAULTS
 from bench.soak import FULL_SOAK
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -66,12 +67,47 @@ def soak_text(soak: dict[str, Any]) -> str:
     )
 
 
+def faults_text(faults: dict[str, Any]) -> str:
+    """bench/faults.json (`python -m bench.faults`) in words and a table."""
+    lines = [
+        f"`python -m bench.faults` ({faults['date']}, bench/faults.json): closed-loop `/recommend` load at "
+        "concurrency 8 for the same time undisturbed and while a reload lands every few seconds, each "
+        "renaming a GPU; an answer is *mixed* when its text names the GPU as another KB generation "
+        "than its `kb_version` says.",
+        "",
+        "| Workers | Reloads (200) | Median reload s | p50 / p99 ms quiet | p50 / p99 ms reloading "
+        "| p99 ratio | Errors | Mixed answers |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for run in faults["under_load"]:
+        quiet, busy = run["quiet"], run["reloading"]
+        lines.append(
+            f"| {run['workers']} | {run['reloads']} ({run['reloads_ok']}) | {run['reload_median_s']:.1f} "
+            f"| {quiet['p50_ms']:.0f} / {quiet['p99_ms']:.0f} | {busy['p50_ms']:.0f} / {busy['p99_ms']:.0f} "
+            f"| {run['p99_ratio']:.2f}x | {quiet['errors'] + busy['errors']} "
+            f"| {quiet['wrong'] + busy['wrong']} |"
+        )
+    many = faults["many"]
+    lines += [
+        "",
+        f"{many['reloads']} reloads in a row ({many['ok']} answered 200), each of an edited KB: server RSS "
+        f"{many['rss_before_kb'] / 1024:.1f} MiB after 5 warm-up reloads, "
+        f"{many['rss_after_kb'] / 1024:.1f} MiB after "
+        f"({many['rss_growth_kb_per_reload']:.0f} KiB per reload).",
+    ]
+    return "\n".join(lines)
+
+
 def goal(met: bool) -> str:
     return "met" if met else "**missed**"
 
 
 def report(
-    inproc: dict[str, Any], http: dict[str, Any], took_s: float, full_soak: dict[str, Any] | None
+    inproc: dict[str, Any],
+    http: dict[str, Any],
+    took_s: float,
+    full_soak: dict[str, Any] | None,
+    faults: dict[str, Any] | None = None,
 ) -> str:
     durable, reference, sizing = inproc["durable"], inproc["reference"], inproc["sizing_alone"]
     chaining = inproc["chaining_alone"]
@@ -187,6 +223,12 @@ def report(
         if full_soak
         else "No full soak on record: run `python -m bench.soak` (about 8 minutes).",
         "",
+        "## Faults",
+        "",
+        faults_text(faults)
+        if faults
+        else "No fault run on record: run `python -m bench.faults` (about 4 minutes).",
+        "",
         "## Start-up",
         "",
         "Process start to the first answered `/healthz` (3 runs): "
@@ -215,7 +257,8 @@ def main() -> None:
         "cli_s": http_load.cli_times(3),
     }
     full = json.loads(FULL_SOAK.read_text()) if FULL_SOAK.exists() else None
-    text = report(inproc, http, time.perf_counter() - began, full)
+    faults = json.loads(FAULTS.read_text()) if FAULTS.exists() else None
+    text = report(inproc, http, time.perf_counter() - began, full, faults)
     RESULTS.write_text(text, encoding="utf-8")
     print(text)
 
