@@ -44,18 +44,15 @@ def create_app(
     `POST /admin/reload` is mounted only when an admin token is given (or $GPU_ADVISOR_ADMIN_TOKEN)."""
     rules_at = rules_root or (advisor.rules_root if advisor else None) or paths.rules_dir()
     token = admin_token if admin_token is not None else os.environ.get(ADMIN_TOKEN_ENV) or None
-
     kb_at = kb_root or (advisor.kb.root if advisor else None) or paths.kb_dir()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        served = ServedKB(app.state, kb_at, rules_at, paths.data_dir())
-        served.start(advisor)
-        app.state.served = served
+        app.state.served.start(advisor)
         try:
             yield
         finally:
-            served.stop()
+            app.state.served.stop()
 
     app = FastAPI(
         title="gpu-advisor",
@@ -66,6 +63,7 @@ def create_app(
     )
     if advisor is not None:  # ready before start-up: the OpenAPI document can be read at once
         app.state.advisor = advisor
+    app.state.served = ServedKB(app.state, kb_at, rules_at, paths.data_dir())
     app.state.admin_token = token
     app.state.kb_changed = lambda: setattr(app, "openapi_schema", None)
     app.include_router(router)

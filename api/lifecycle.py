@@ -35,12 +35,20 @@ class ServedKB:
     def __init__(self, state: Any, kb_root: Path, rules_root: Path, data_root: Path | None) -> None:
         self.state = state
         self.kb_root, self.rules_root, self.data_root = kb_root, rules_root, data_root
-        shared = Generations.from_env()
-        self._own_folder = shared is None  # alone, this process keeps its generations itself
-        self.generations = shared or Generations(private_folder(), workers=1)
-        self.watcher = Watcher(self.generations, self.adopt)
+        self._shared = Generations.from_env()
+        self._own: Generations | None = None
+        """this process's own generations when no folder is shared with other workers (made on use)"""
+        self._watcher: Watcher | None = None
         self._switching = threading.Lock()
         """held while the advisor is replaced: one reload or switch at a time"""
+
+    @property
+    def generations(self) -> Generations:
+        if self._shared is not None:
+            return self._shared
+        if self._own is None:
+            self._own = Generations(private_folder(), workers=1)
+        return self._own
 
     @property
     def advisor(self) -> Advisor:
@@ -58,7 +66,8 @@ class ServedKB:
         if advisor.key is not None:
             self.generations.acknowledge(advisor.key)
         heap.settle()
-        self.watcher.start()
+        self._watcher = Watcher(self.generations, self.adopt)
+        self._watcher.start()
 
     def _published(self, key: str | None) -> Advisor | None:
         checked = self.generations.load(key, self.kb_root) if key else None
@@ -69,9 +78,10 @@ class ServedKB:
         return Advisor.of(checked, self.rules_root)
 
     def stop(self) -> None:
-        self.watcher.stop()
-        if self._own_folder:
-            shutil.rmtree(self.generations.folder, ignore_errors=True)
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self._own is not None:
+            shutil.rmtree(self._own.folder, ignore_errors=True)
 
     def reload(self) -> Reload:
         """Check the KB and rules on disk and, when they are clean, serve them on every worker.
