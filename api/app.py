@@ -48,10 +48,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.served.start(advisor)
         try:
+            app.state.served.start(advisor)
             yield
-        finally:
+        finally:  # also when start-up fails: nothing it made is left behind
             app.state.served.stop()
 
     app = FastAPI(

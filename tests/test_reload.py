@@ -9,6 +9,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from engine import paths
 from engine.engines import make_engine
 from engine.kb import content_version
 from engine.knowledge.snapshot import Tree
+from engine.problems import KBInvalid
 from engine.recommend import Advisor
 from engine.rules import read_rules
 
@@ -229,3 +231,20 @@ def test_a_request_that_reaches_a_replaced_engine_is_still_answered() -> None:
 def _rss_mb() -> float:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def test_no_state_folder_outlives_the_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The private generations folder goes with the app, also when start-up fails."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    with TestClient(create_app(admin_token=TOKEN)) as client:
+        assert client.get("/healthz").status_code == 200
+        assert list(temp.iterdir())  # the folder exists while the app runs
+    assert not list(temp.iterdir())
+    broken = tmp_path / "rules" / "misc"
+    broken.mkdir(parents=True)
+    (broken / "broken.yaml").write_text("id: broken\n")
+    with pytest.raises(KBInvalid), TestClient(create_app(rules_root=broken.parent)):
+        pass
+    assert not list(temp.iterdir())
