@@ -17,21 +17,10 @@ from api.app import create_app
 from engine.kb import KB
 from engine.paths import PROJECT_ROOT
 from engine.problems import KBInvalid
-from engine.recommend import Advisor, default_advisor
+from engine.recommend import Advisor
 
 GOLDEN = PROJECT_ROOT / "tests" / "golden"
 SMALL = {"workload": {"task": "inference", "model": "mistral-7b"}, "constraints": {"acquisition": "buy"}}
-
-
-@pytest.fixture(scope="module")
-def advisor() -> Advisor:
-    return default_advisor()
-
-
-@pytest.fixture(scope="module")
-def client(advisor: Advisor) -> Iterator[TestClient]:
-    with TestClient(create_app(advisor=advisor), raise_server_exceptions=False) as test_client:
-        yield test_client
 
 
 # --- read-only endpoints ---------------------------------------------------------------------
