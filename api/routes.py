@@ -22,7 +22,8 @@ from engine.models.service import RuleDetail, RuleSummary
 from engine.models.views import ErrorDetail, GpuSummary, Health, Version
 from engine.recommend import Advisor
 
-router = APIRouter(route_class=JsonBodyRoute)
+# Operation ids are the route functions' names: stable, and what the OpenAPI links refer to.
+router = APIRouter(route_class=JsonBodyRoute, generate_unique_id_function=lambda route: route.name)
 T = TypeVar("T")
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorDetail, "description": "unknown id"}}

@@ -181,10 +181,32 @@ BAD_INPUTS = [
     ),
     ("task missing", {"workload": {"model": "mistral-7b"}}, ["body", "workload", "task"]),
     ("workload missing", {"constraints": {}}, ["body", "workload"]),
+    # the rules that relate two values (tests/schemathesis_hooks.py teaches them to the generator)
     (
         "active above total",
         _with("workload.active_params_b", 9),  # mistral-7b has 7.24B parameters in all
         ["body", "workload", "active_params_b"],
+    ),
+    (
+        "heads not grouped evenly",
+        _with(
+            "workload.architecture",
+            {
+                "n_layers": 32,
+                "hidden_size": 4096,
+                "n_heads": 32,
+                "n_kv_heads": 12,
+                "head_dim": 128,
+                "intermediate_size": 14336,
+                "vocab_size": 32000,
+            },
+        ),
+        ["body", "workload", "architecture"],
+    ),
+    (
+        "more GPUs than the cap",
+        {**SMALL, "constraints": {"max_gpus": 2, "gpu_count": 4}},
+        ["body", "constraints", "gpu_count"],
     ),
 ]
 
