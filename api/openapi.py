@@ -1,8 +1,13 @@
-"""The OpenAPI document: generated from the pydantic models, then told the KB's ids.
+"""The OpenAPI document: generated from the pydantic models, then told the KB's ids and the links
+between operations.
 
 The request models accept any well-formed id; which ids exist depends on the KB being served. The
 document lists them as enums, so a client (or a schema-driven tester) knows that an id outside the
 list is a 422, and the document changes with the KB it describes (rebuilt on reload).
+
+Links (OpenAPI 3.1, "Link Object") say which answer's ids another operation takes, e.g. that an id from
+`GET /gpus` is one `GET /gpus/{gpu_id}` knows: a client can follow them, and a stateful tester chains
+calls along them instead of guessing ids.
 """
 
 from __future__ import annotations
@@ -66,6 +71,48 @@ RECOMMEND_EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
+def _link(operation_id: str, parameter: str, expression: str, description: str) -> dict[str, Any]:
+    return {
+        "operationId": operation_id,
+        "parameters": {parameter: expression},
+        "description": description,
+    }
+
+
+LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
+    # (path, method) of an operation: the links of its 200 response, by name
+    ("/gpus", "get"): {
+        "GpuDetail": _link("get_gpu", "gpu_id", "$response.body#/0/id", "the first GPU in full"),
+        "GpuOffers": _link("list_offers", "gpu", "$response.body#/0/id", "the first GPU's offers"),
+    },
+    ("/gpus/{gpu_id}", "get"): {
+        "GpuOffers": _link("list_offers", "gpu", "$response.body#/id", "this GPU's offers"),
+    },
+    ("/providers", "get"): {
+        "ProviderOffers": _link(
+            "list_offers", "provider", "$response.body#/0/id", "the first provider's offers"
+        ),
+    },
+    ("/offers", "get"): {
+        "OfferGpu": _link("get_gpu", "gpu_id", "$response.body#/0/gpu", "the GPU of the first offer"),
+    },
+    ("/models", "get"): {
+        "ModelDetail": _link("get_model", "model_id", "$response.body#/0/id", "the first model in full"),
+    },
+    ("/rules", "get"): {
+        "RuleDetail": _link("get_rule", "rule_id", "$response.body#/0/id", "the first rule in full"),
+    },
+    ("/recommend", "post"): {
+        "RecommendedGpu": _link(
+            "get_gpu", "gpu_id", "$response.body#/recommendations/0/gpu", "the best option's GPU"
+        ),
+        "FirstRuleFired": _link(
+            "get_rule", "rule_id", "$response.body#/trace/0/rule", "the first rule fired"
+        ),
+    },
+}
+
+
 def kb_aware_openapi(app: FastAPI, kb: KB) -> dict[str, Any]:
     """The app's OpenAPI document with the KB's model, GPU and provider ids as enums."""
     document = get_openapi(
@@ -80,6 +127,8 @@ def kb_aware_openapi(app: FastAPI, kb: KB) -> dict[str, Any]:
     _enum(schemas.get("Workload", {}), "model", sorted(kb.models))
     _enum(schemas.get("HardwareCount", {}), "gpu", sorted(kb.gpus))
     _enum(schemas.get("Constraints", {}), "providers", sorted(kb.providers))
+    for (path, method), links in LINKS.items():
+        document["paths"][path][method]["responses"]["200"]["links"] = links
     return document
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Response
 
+from api.media import BODY_ERRORS, JsonBodyRoute
 from api.openapi import RECOMMEND_EXAMPLES
 from engine.models.kb import Gpu, Model, Offer, Provider
 from engine.models.request import RecommendRequest
@@ -21,7 +22,8 @@ from engine.models.service import RuleDetail, RuleSummary
 from engine.models.views import ErrorDetail, GpuSummary, Health, Version
 from engine.recommend import Advisor
 
-router = APIRouter()
+# Operation ids are the route functions' names: stable, and what the OpenAPI links refer to.
+router = APIRouter(route_class=JsonBodyRoute, generate_unique_id_function=lambda route: route.name)
 T = TypeVar("T")
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorDetail, "description": "unknown id"}}
@@ -40,7 +42,7 @@ CurrentAdvisor = Annotated[Advisor, Depends(current_advisor)]
     "/recommend",
     response_model=RecommendResponse,
     responses={
-        400: {"model": ErrorDetail, "description": "the body cannot be read as text (not UTF-8)"},
+        **BODY_ERRORS,
         413: {"model": ErrorDetail, "description": "request body over 64 KB"},
         422: {"description": "a field is invalid or names an id the KB lacks; `detail[].loc` names it"},
     },

@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from engine.rules import read_rules, run_rule_cases
 from engine.workload import InvalidRequest
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
+EXIT_UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: the address to serve on cannot be listened on
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,8 +61,11 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="serve the JSON API")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    # TCP ports are 16 bits; 0 is none (bind() takes it for "any free port", which no client could find)
+    serve.add_argument("--port", type=_whole_number(1, 65535), default=8000, help="1 to 65535 (default 8000)")
+    serve.add_argument(
+        "--workers", type=_whole_number(1, None), default=1, help="worker processes (default 1)"
+    )
     _kb_option(serve)
     _rules_option(serve)
     serve.set_defaults(handler=_serve)
@@ -128,6 +132,22 @@ def _parser() -> argparse.ArgumentParser:
     _kb_option(stats)
     stats.set_defaults(handler=_stats)
     return parser
+
+
+def _whole_number(low: int, high: int | None) -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high` (no upper bound when None)."""
+    span = f"from {low} to {high}" if high is not None else f"of at least {low}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be a whole number {span}, not {text!r}")
+        return value
+
+    return parse
 
 
 def _kb_option(parser: argparse.ArgumentParser) -> None:
@@ -323,6 +343,14 @@ def _serve(args: argparse.Namespace) -> int:
         _print_problems(exc.problems)
         print("gpu-advisor: not starting: the knowledge base or rules have problems", file=sys.stderr)
         return EXIT_PROBLEMS
+    from api.listen import why_not_listening
+
+    problem = why_not_listening(args.host, args.port)
+    if problem:
+        print(
+            f"gpu-advisor: not starting: cannot listen on {args.host}:{args.port}: {problem}", file=sys.stderr
+        )
+        return EXIT_UNAVAILABLE
     import uvicorn
 
     from api.app import create_app

@@ -1,7 +1,9 @@
-"""Shared fixtures: the embedded KB, and a writable copy of it for tests that break files."""
+"""Shared fixtures: the embedded KB, a writable copy of it for tests that break files, and a client of
+the service over it."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -9,11 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import settings
 
+from api.app import create_app
 from engine import paths
 from engine.graph import KBGraph
 from engine.kb import KB, load_kb
+from engine.recommend import Advisor, default_advisor
 
 PROJECT = paths.PROJECT_ROOT
 
@@ -34,6 +39,26 @@ def kb() -> KB:
 @pytest.fixture(scope="session")
 def graph(kb: KB) -> KBGraph:
     return KBGraph(kb)
+
+
+@pytest.fixture(scope="module")
+def advisor() -> Advisor:
+    return default_advisor()
+
+
+@pytest.fixture(scope="module")
+def client(advisor: Advisor) -> Iterator[TestClient]:
+    """The service over the embedded KB; a server error is a 500 response, as a client would see it."""
+    with TestClient(create_app(advisor=advisor), raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def nothing_logged_as_an_error(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """A client's mistake is answered, not logged as a fault of the service."""
+    caplog.set_level(logging.WARNING)
+    yield
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
 
 
 @pytest.fixture

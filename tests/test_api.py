@@ -17,21 +17,10 @@ from api.app import create_app
 from engine.kb import KB
 from engine.paths import PROJECT_ROOT
 from engine.problems import KBInvalid
-from engine.recommend import Advisor, default_advisor
+from engine.recommend import Advisor
 
 GOLDEN = PROJECT_ROOT / "tests" / "golden"
 SMALL = {"workload": {"task": "inference", "model": "mistral-7b"}, "constraints": {"acquisition": "buy"}}
-
-
-@pytest.fixture(scope="module")
-def advisor() -> Advisor:
-    return default_advisor()
-
-
-@pytest.fixture(scope="module")
-def client(advisor: Advisor) -> Iterator[TestClient]:
-    with TestClient(create_app(advisor=advisor), raise_server_exceptions=False) as test_client:
-        yield test_client
 
 
 # --- read-only endpoints ---------------------------------------------------------------------
@@ -192,10 +181,32 @@ BAD_INPUTS = [
     ),
     ("task missing", {"workload": {"model": "mistral-7b"}}, ["body", "workload", "task"]),
     ("workload missing", {"constraints": {}}, ["body", "workload"]),
+    # the rules that relate two values (tests/schemathesis_hooks.py teaches them to the generator)
     (
         "active above total",
         _with("workload.active_params_b", 9),  # mistral-7b has 7.24B parameters in all
         ["body", "workload", "active_params_b"],
+    ),
+    (
+        "heads not grouped evenly",
+        _with(
+            "workload.architecture",
+            {
+                "n_layers": 32,
+                "hidden_size": 4096,
+                "n_heads": 32,
+                "n_kv_heads": 12,
+                "head_dim": 128,
+                "intermediate_size": 14336,
+                "vocab_size": 32000,
+            },
+        ),
+        ["body", "workload", "architecture"],
+    ),
+    (
+        "more GPUs than the cap",
+        {**SMALL, "constraints": {"max_gpus": 2, "gpu_count": 4}},
+        ["body", "constraints", "gpu_count"],
     ),
 ]
 

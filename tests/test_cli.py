@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from engine.cli import main, schema_documents
+from engine.cli import EXIT_UNAVAILABLE, main, schema_documents
 from engine.paths import PROJECT_ROOT as PROJECT
 
 
@@ -45,3 +46,76 @@ def test_serve_refuses_an_invalid_kb(kb_copy: Path, capsys: pytest.CaptureFixtur
     captured = capsys.readouterr()
     assert "kb/gpus/nvidia-h100-sxm.yaml:1: missing-field:" in captured.out
     assert "not starting" in captured.err
+
+
+@pytest.fixture
+def serve_without_a_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve` up to the point where it would start the server: the KB is not loaded, and a server
+    start fails the test."""
+    import uvicorn
+
+    import engine.cli
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the server was started")
+
+    monkeypatch.setattr(engine.cli, "load_advisor", lambda *args: object())
+    monkeypatch.setattr(uvicorn, "run", started)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named", "span"),
+    [
+        (["--port", "99999"], "--port", "from 1 to 65535"),
+        (["--port", "65536"], "--port", "from 1 to 65535"),
+        (["--port", "0"], "--port", "from 1 to 65535"),
+        (["--port", "-1"], "--port", "from 1 to 65535"),
+        (["--port", "http"], "--port", "from 1 to 65535"),
+        (["--workers", "0"], "--workers", "of at least 1"),
+        (["--workers", "-2"], "--workers", "of at least 1"),
+        (["--workers", "two"], "--workers", "of at least 1"),
+    ],
+)
+@pytest.mark.usefixtures("serve_without_a_server")
+def test_serve_refuses_a_port_or_worker_count_out_of_range(
+    capsys: pytest.CaptureFixture[str], arguments: list[str], named: str, span: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", *arguments])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {named}: must be a whole number {span}" in err and "Traceback" not in err
+
+
+@pytest.mark.usefixtures("serve_without_a_server")
+def test_serve_says_in_one_line_that_a_port_is_taken(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == EXIT_UNAVAILABLE
+    err = capsys.readouterr().err
+    assert err == f"gpu-advisor: not starting: cannot listen on 127.0.0.1:{port}: address already in use\n"
+
+
+@pytest.mark.parametrize("host", ["192.0.2.1", "no-such-host.invalid"])  # RFC 5737, RFC 6761 §6.4
+@pytest.mark.usefixtures("serve_without_a_server")
+def test_serve_says_in_one_line_that_a_host_cannot_be_bound(
+    capsys: pytest.CaptureFixture[str], host: str
+) -> None:
+    assert main(["serve", "--host", host, "--port", "8000"]) == EXIT_UNAVAILABLE
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"gpu-advisor: not starting: cannot listen on {host}:8000: ")
+
+
+def test_serve_reports_a_bad_port_without_a_traceback() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "serve", "--port", "99999"],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "--port" in result.stderr
