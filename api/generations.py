@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 
 from engine import cache
@@ -73,12 +72,12 @@ class Generations:
     def publish(self, checked: CheckedKB) -> None:
         """Make `checked` the generation every worker serves: its entry first, then the pointer,
         each written whole (a temporary file renamed over the old one)."""
-        if cache.load(checked.key, checked.kb.root, date.today(), self.folder) is None:
+        if cache.load(checked.key, checked.kb.root, self.folder) is None:
             cache.store(checked, self.folder)
         _write_atomically(self.folder / POINTER, checked.key)
 
     def load(self, key: str, kb_root: Path) -> CheckedKB | None:
-        return cache.load(key, kb_root, date.today(), self.folder)
+        return cache.load(key, kb_root, self.folder)
 
     def acknowledge(self, key: str) -> None:
         """Say that this process now serves `key`."""

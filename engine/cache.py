@@ -163,7 +163,7 @@ def usable_dir(folder: Path | None = None) -> Path | None:
     return folder
 
 
-def load(key: str, kb_root: Path, today: date, folder: Path | None = None) -> CheckedKB | None:
+def load(key: str, kb_root: Path, folder: Path | None = None) -> CheckedKB | None:
     """The KB and rules stored under `key`, or None when there are none, or they cannot be read, or
     they fail any check (see the module's docstring)."""
     folder = usable_dir(folder)
@@ -190,7 +190,7 @@ def load(key: str, kb_root: Path, today: date, folder: Path | None = None) -> Ch
     rules = tuple(cached.rules)
     from engine.lint import entity_problems  # lint reads the catalog: imported only on a hit
 
-    if entity_problems(kb, today) or not _rules_consistent(rules):
+    if entity_problems(kb) or not _rules_consistent(rules):
         log.warning("the KB cache entry %s fails the KB checks and is ignored", key[:12])
         return None
     return CheckedKB(kb, rules, key, cached.kb_version, MappingProxyType(cached.categories))

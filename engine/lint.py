@@ -60,14 +60,16 @@ def _tree(source: Path | Tree) -> Tree:
     return source if isinstance(source, Tree) else Tree.read(source)
 
 
-def entity_problems(kb: KB, today: date) -> list[Problem]:
-    """The checks that need only the entities, not their files: references between them, values and
-    dates. What a KB restored from the cache is put through again."""
-    return sorted(set(reference_problems(kb)) | set(value_problems(kb, today)))
+def entity_problems(kb: KB) -> list[Problem]:
+    """The checks that need only the entities, not their files: references between them and values.
+    What a KB restored from the cache is put through again. Dates are not: the cache key holds the
+    day they were checked against, so a restored KB was stored the same day."""
+    return sorted(set(reference_problems(kb)) | set(value_problems(kb, None)))
 
 
-def value_problems(kb: KB, today: date) -> Iterator[Problem]:
-    """Values that are well-typed but wrong: future dates, dense > sparse, inconsistent links."""
+def value_problems(kb: KB, today: date | None) -> Iterator[Problem]:
+    """Values that are well-typed but wrong: dates after `today` (unless None), dense > sparse,
+    inconsistent links."""
     for kind in KIND_MODELS:
         for entity_id, entity in kb.of_kind(kind).items():
             for loc, message, check, fix in _entity_findings(kb, entity, today):
@@ -78,10 +80,16 @@ def value_problems(kb: KB, today: date) -> Iterator[Problem]:
 Finding = tuple[Loc, str, str, str]
 
 
-def _entity_findings(kb: KB, entity: Entity, today: date) -> Iterator[Finding]:
-    for loc, value in _dates(entity, ()):
-        if value > today:
-            yield loc, f"date {value} is in the future", "date", "use the date the fact was read or published"
+def _entity_findings(kb: KB, entity: Entity, today: date | None) -> Iterator[Finding]:
+    if today is not None:
+        for loc, value in _dates(entity, ()):
+            if value > today:
+                yield (
+                    loc,
+                    f"date {value} is in the future",
+                    "date",
+                    "use the date the fact was read or published",
+                )
     if isinstance(entity, Gpu):
         yield from _gpu_findings(kb, entity)
     elif isinstance(entity, Interconnect):

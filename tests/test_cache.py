@@ -210,4 +210,4 @@ def test_a_writer_killed_mid_write_leaves_a_usable_cache(cache_at: Path, kb_copy
 def test_the_cache_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cache.CACHE_ENV, "off")
     assert cache.cache_dir() is None
-    assert cache.load("anything", paths.kb_dir(), TODAY) is None
+    assert cache.load("anything", paths.kb_dir()) is None

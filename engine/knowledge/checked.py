@@ -33,7 +33,7 @@ def read_checked(
     kb_tree, rules_tree = Tree.read(kb_root), Tree.read(rules_root)
     data_tree = Tree.read(data_root) if data_root is not None else None
     key = cache.fingerprint([kb_tree, rules_tree, data_tree], today)
-    cached = cache.load(key, kb_root, today, folder)
+    cached = cache.load(key, kb_root, folder)
     if cached is not None:  # these exact bytes passed every check today, under this code
         return cached
     ruleset = read_rules(rules_tree)
@@ -93,7 +93,7 @@ def read_checked_apart(
         raise CheckFailed(f"the check did not complete: {exc}") from exc
     if "problems" in answer:
         raise KBInvalid([Problem(**problem) for problem in answer["problems"]])
-    restored = cache.load(str(answer.get("key")), kb_root, today, folder)
+    restored = cache.load(str(answer.get("key")), kb_root, folder)
     if restored is None:
         raise CheckFailed("the checked KB could not be read back from " + folder.name)
     return restored
