@@ -1,9 +1,11 @@
 # Conveniences over scripts/dev.py, which needs only python3.
-.PHONY: run test lint bench
+.PHONY: run test lock lint bench
 run:
 	python3 scripts/dev.py run
 test:
 	python3 scripts/dev.py test
+lock:  # re-resolve requirements-*.lock from pyproject.toml (installs the pinned uv into .venv-lock)
+	python3 scripts/dev.py lock
 lint:
 	.venv/bin/gpu-advisor kb lint
 bench:  # about 5 minutes on 2 cores; writes bench/RESULTS.md

@@ -1,10 +1,23 @@
 #!/usr/bin/env python3
-"""Set up and run gpu-advisor with nothing but python3 (3.11 or 3.12) and a C compiler.
+"""Set up and run gpu-advisor with nothing but python3 (3.11 or 3.12), pip and a C compiler.
 
-    python3 scripts/dev.py run     # create .venv, install, serve the embedded KB on 127.0.0.1:8000
-    python3 scripts/dev.py test    # create .venv, install with dev tools, run lint + type checks + tests
+    python3 scripts/dev.py run     # create .venv from the lock, serve the embedded KB on 127.0.0.1:8000
+    python3 scripts/dev.py test    # create .venv from the lock, run lint + type checks + tests
+    python3 scripts/dev.py lock    # re-resolve the lock files from pyproject.toml (installs uv first)
+    python3 scripts/dev.py lock --upgrade   # the same, moving every pin to its newest allowed version
 
-The virtual environment is re-installed whenever pyproject.toml changes. Standard library only.
+Every package comes from two hashed lock files written by `uv pip compile --universal
+--generate-hashes`, so one lock serves Linux, macOS and Windows on Python 3.11 and 3.12, and pip
+refuses any file whose hash is not in it:
+
+- requirements-build.lock: pip, setuptools and wheel. They are installed first because durable-rules
+  ships only as an sdist that is compiled on install, and the project itself is built by setuptools;
+  both builds run with --no-build-isolation so that pip does not fetch an unpinned setuptools for them.
+- requirements-dev.lock: the runtime dependencies, the dev extra and the build tools again, resolved
+  together so that the two files can never pin different versions of one package.
+
+The lock files sit beside pyproject.toml, as the project's layout asks. .venv is deleted and made
+anew whenever pyproject.toml or a lock file changes, so it holds exactly the lock. Standard library only.
 """
 
 from __future__ import annotations
@@ -14,48 +27,84 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".installed"
+PYPROJECT = "pyproject.toml"
+BUILD_LOCK = "requirements-build.lock"
+DEV_LOCK = "requirements-dev.lock"
 SUPPORTED = ((3, 11), (3, 12))  # durable-rules 2.0.28 does not import on 3.13 (see pyproject.toml)
+
+# uv is needed only to refresh the lock. It is pinned so that two people refreshing the same
+# pyproject.toml get the same resolver and the same file layout; move it forward deliberately.
+UV_VERSION = "0.13.9"
+LOCK_VENV = ROOT / ".venv-lock"
+LOCK_BIN = LOCK_VENV / ("Scripts" if os.name == "nt" else "bin")
+COMPILE = (
+    "pip",
+    "compile",
+    "--universal",
+    "--generate-hashes",
+    "--python-version",
+    f"{SUPPORTED[0][0]}.{SUPPORTED[0][1]}",  # resolve for the oldest supported Python
+    "--custom-compile-command",
+    "python3 scripts/dev.py lock",
+    "--quiet",
+)
 
 
 def _python_for_venv() -> str:
+    """A supported interpreter from outside any virtual environment, since .venv may be re-created."""
     if sys.version_info[:2] in SUPPORTED:
-        return sys.executable
+        return getattr(sys, "_base_executable", sys.executable)  # what a running venv was made from
     for name in ("python3.12", "python3.11"):
         found = shutil.which(name)
         if found:
-            return found
+            return str(Path(found).resolve())  # through a venv's link to the interpreter itself
     sys.exit(
         f"gpu-advisor needs Python 3.11 or 3.12 (found {sys.version.split()[0]}); "
         "install python3.12 or python3.11 and run this again"
     )
 
 
-def _run(*args: str | Path) -> None:
+def _run(*args: str | Path, stdin: str | None = None) -> None:
     command = [str(a) for a in args]
-    result = subprocess.run(command, cwd=ROOT, check=False)
+    result = subprocess.run(command, cwd=ROOT, check=False, input=stdin, text=True)
     if result.returncode != 0:
         sys.exit(result.returncode)
 
 
+def _lock_digest() -> str:
+    """What .venv was installed from: pyproject.toml and both lock files."""
+    digest = hashlib.sha256()
+    for name in (PYPROJECT, BUILD_LOCK, DEV_LOCK):
+        digest.update(name.encode() + b"\0" + (ROOT / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _pip(*args: str) -> None:
+    _run(BIN / "python", "-m", "pip", "install", "--quiet", "--no-deps", *args)
+
+
 def ensure_venv() -> None:
-    """Create .venv and install the project with its dev tools, unless already current."""
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    """Create .venv from the lock files, unless it was made from the current ones."""
+    wanted = _lock_digest()
     if STAMP.exists() and STAMP.read_text() == wanted:
         return
-    if not (BIN / "python").exists():
+    if VENV.exists():
+        print("pyproject.toml or a lock file changed: re-creating .venv ...", flush=True)
+        shutil.rmtree(VENV)
+    else:
         print("creating .venv ...", flush=True)
-        _run(_python_for_venv(), "-m", "venv", VENV)
-    print(
-        "installing gpu-advisor and its tools into .venv (first run compiles durable-rules) ...", flush=True
-    )
-    _run(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    _run(BIN / "python", "-m", "pip", "install", "--quiet", "-e", ".[dev]")
+    _run(_python_for_venv(), "-m", "venv", VENV)
+    print("installing the locked packages into .venv (the first run compiles durable-rules) ...", flush=True)
+    _pip("--require-hashes", "-r", BUILD_LOCK)
+    _pip("--require-hashes", "--no-build-isolation", "-r", DEV_LOCK)
+    _pip("--no-build-isolation", "-e", ".")
     STAMP.write_text(wanted)
 
 
@@ -71,10 +120,29 @@ def test() -> None:
     _run(BIN / "python", "-m", "pytest")
 
 
+def lock(*options: str) -> None:
+    """Re-resolve both lock files; existing pins are kept unless `--upgrade` is given."""
+    if not LOCK_VENV.exists():
+        _run(_python_for_venv(), "-m", "venv", LOCK_VENV)
+    _run(LOCK_BIN / "python", "-m", "pip", "install", "--quiet", f"uv=={UV_VERSION}")
+    uv = (LOCK_BIN / "uv", *COMPILE, *options)
+    build_system = tomllib.loads((ROOT / PYPROJECT).read_text())["build-system"]
+    build_tools = "\n".join(["pip", *build_system["requires"]])
+    # One resolution for everything, then the build tools alone at the versions it chose.
+    _run(*uv, PYPROJECT, "-", "--extra", "dev", "--output-file", DEV_LOCK, stdin=build_tools)
+    _run(*uv, "-", "--constraint", DEV_LOCK, "--output-file", BUILD_LOCK, stdin=build_tools)
+    print(f"wrote {BUILD_LOCK} and {DEV_LOCK}; the next run or test re-creates .venv from them")
+
+
 TASKS = {"run": run, "test": test}
+LOCK_OPTIONS = {"--upgrade"}
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in TASKS:
-        sys.exit(f"usage: python3 scripts/dev.py {{{'|'.join(TASKS)}}}")
-    ensure_venv()
-    TASKS[sys.argv[1]]()
+    task, options = (sys.argv[1] if len(sys.argv) > 1 else ""), sys.argv[2:]
+    if task == "lock" and set(options) <= LOCK_OPTIONS:
+        lock(*options)
+    elif task in TASKS and not options:
+        ensure_venv()
+        TASKS[task]()
+    else:
+        sys.exit("usage: python3 scripts/dev.py {run|test|lock [--upgrade]}")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from engine.cli import main
 from engine.engines import ENGINE_NAMES, make_engine
@@ -60,11 +61,15 @@ def test_a_valid_rule_validates() -> None:
     assert Rule.model_validate(rule()).then[0].verb == "derive"
 
 
+def rejections(change: dict[str, Any]) -> list[ErrorDetails]:
+    with pytest.raises(ValidationError) as raised:
+        Rule.model_validate(rule(**change))
+    return raised.value.errors()
+
+
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
-        ({"priorty": 5}, "Extra inputs are not permitted"),
-        ({"priority": 101}, "less than or equal to 100"),
         ({"when": {"fact": "workload.params_b", "gt": 1, "lt": 9}}, "exactly one operator"),
         ({"when": {"fact": "workload.params_b"}}, "exactly one operator"),
         ({"when": {"facts": "x"}}, "a condition is {fact: ..., <op>: ...}"),
@@ -76,18 +81,33 @@ def test_a_valid_rule_validates() -> None:
             "exactly one",
         ),
         ({"then": [{"warn": {}, "message": "a {constraints.os} user"}]}, "does not read"),
-        ({"then": [{"exclude": {"where": {"colour": "red"}}, "message": "m"}]}, "colour"),
         ({"status": "deprecated"}, "replaced_by"),
         ({"tests": [{"name": "a", "given": {}, "expect": {"fires": True}}] * 2}, "one that does not"),
-        ({"citations": []}, "at least 1"),
-        ({"id": "Bad_Id"}, "pattern"),
-        ({"when": {"fact": "workload.params_b", "eq": float("nan")}}, "finite number"),
-        ({"when": {"fact": "workload.params_b", "gt": float("inf")}}, "finite number"),
     ],
 )
-def test_schema_rejects(change: dict[str, Any], fragment: str) -> None:
-    with pytest.raises(ValidationError, match=fragment.replace("{", r"\{").replace("(", r"\(")):
-        Rule.model_validate(rule(**change))
+def test_schema_rejects_with_the_rule_models_own_message(change: dict[str, Any], fragment: str) -> None:
+    assert any(fragment in error["msg"] for error in rejections(change))
+
+
+# What pydantic itself enforces is asserted by the error's `type`, its machine-readable identifier
+# (pydantic docs, "Error Handling"), and the field, not by `msg`, which pydantic words for people.
+@pytest.mark.parametrize(
+    ("change", "error_type", "field"),
+    [
+        ({"priorty": 5}, "extra_forbidden", "priorty"),
+        ({"priority": 101}, "less_than_equal", "priority"),
+        ({"then": [{"exclude": {"where": {"colour": "red"}}, "message": "m"}]}, "literal_error", "colour"),
+        ({"citations": []}, "too_short", "citations"),
+        ({"id": "Bad_Id"}, "string_pattern_mismatch", "id"),
+        ({"when": {"fact": "workload.params_b", "eq": float("nan")}}, "finite_number", "eq"),
+        ({"when": {"fact": "workload.params_b", "gt": float("inf")}}, "finite_number", "gt"),
+    ],
+)
+def test_schema_rejects_what_its_constraints_forbid(
+    change: dict[str, Any], error_type: str, field: str
+) -> None:
+    errors = rejections(change)
+    assert any(error["type"] == error_type and field in error["loc"] for error in errors), errors
 
 
 def make(rule_id: str, when: dict[str, Any], derives: dict[str, Any], priority: int = 50) -> Rule:
