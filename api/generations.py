@@ -126,14 +126,16 @@ class Watcher:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        failed: str | None = None
         while not self._stop.wait(WATCH_INTERVAL_S):
             key = self.generations.current()
-            if key is None:
+            if key is None or key == failed:
                 continue
             try:
                 self.adopt(key)
-            except Exception:  # a failed switch is retried on the next tick; the old KB stays
+            except Exception:  # the old KB stays; a later generation is tried again
                 log.exception("could not switch to the published KB generation %s", key[:12])
+                failed = key
 
 
 def private_folder() -> Path:

@@ -1,6 +1,6 @@
 """The advisor in service and how it changes: start-up, reload, and following the other workers.
 
-Every change goes through `install`: the new advisor replaces the old one as a whole (a request holds
+Every change goes through `_install`: the new advisor replaces the old one as a whole (a request holds
 the one it started with, so no answer mixes two KBs), the old one's rule engine frees what it holds
 outside Python, and the long-lived heap is frozen again (api/heap.py).
 """
@@ -61,7 +61,9 @@ class ServedKB:
         advisor = given or self._published(key) or self._checked_from_disk()
         advisor.warm()
         self.state.advisor = advisor
-        if advisor.checked is not None and key is None:
+        if advisor.checked is not None and advisor.key != key:
+            # none was published yet, or it could not be read: what this process serves becomes the
+            # generation, so that the other workers follow it rather than each serve its own
             self.generations.publish(advisor.checked)
         if advisor.key is not None:
             self.generations.acknowledge(advisor.key)
@@ -88,13 +90,11 @@ class ServedKB:
         `KBInvalid` (nothing changed) or `CheckFailed` when they cannot be served."""
         with self._switching:
             current = self.advisor
-            unchanged = current.key is not None and current.key == disk_key(
-                self.kb_root, self.rules_root, self.data_root, date.today()
-            )
-            if unchanged and current.key is not None:
-                return Reload(current, current, self.generations.convergence(current.key))
+            key, today = current.key, date.today()
+            if key is not None and key == disk_key(self.kb_root, self.rules_root, self.data_root, today):
+                return Reload(current, current, self.generations.convergence(key))
             checked = read_checked_apart(
-                self.kb_root, self.rules_root, self.data_root, date.today(), self.generations.folder
+                self.kb_root, self.rules_root, self.data_root, today, self.generations.folder
             )
             fresh = Advisor.of(checked, self.rules_root)
             fresh.warm()

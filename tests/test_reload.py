@@ -248,3 +248,19 @@ def test_no_state_folder_outlives_the_app(tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(KBInvalid), TestClient(create_app(rules_root=broken.parent)):
         pass
     assert not list(temp.iterdir())
+
+
+def test_a_worker_that_cannot_read_the_published_kb_publishes_its_own(
+    kb_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rather than serve a KB of its own while the others serve the generation (a split service),
+    a worker that cannot read the published generation makes the one it checked the generation."""
+    shared = tmp_path / "state"
+    shared.mkdir(mode=0o700)
+    (shared / "generation").write_text("a-generation-whose-entry-is-gone")
+    monkeypatch.setenv("GPU_ADVISOR_STATE", str(shared))
+    monkeypatch.setenv("GPU_ADVISOR_WORKERS", "1")
+    with TestClient(create_app(kb_copy, admin_token=TOKEN)) as client:
+        served: ServedKB = client.app.state.served  # type: ignore[attr-defined]
+        assert served.generations.current() == served.advisor.key is not None
+        assert served.generations.convergence(served.advisor.key).complete

@@ -106,7 +106,7 @@ class CheckFailed(Exception):
 def _main(argv: list[str]) -> int:
     """The child of `read_checked_apart`: prints {"key": …} or {"problems": […]} as JSON."""
     if hasattr(os, "nice"):
-        os.nice(10)  # a background check: the serving processes come first for the CPU
+        os.nice(19)  # a background check: the serving processes come first for the CPU
     kb_root, rules_root, data_root, today = argv
     try:
         checked = read_checked(
