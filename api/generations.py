@@ -72,7 +72,7 @@ class Generations:
     def publish(self, checked: CheckedKB) -> None:
         """Make `checked` the generation every worker serves: its entry first, then the pointer,
         each written whole (a temporary file renamed over the old one)."""
-        if cache.load(checked.key, checked.kb.root, self.folder) is None:
+        if not (self.folder / cache.entry_name(checked.key)).is_file():  # the reload's check stored it
             cache.store(checked, self.folder)
         _write_atomically(self.folder / POINTER, checked.key)
 

@@ -61,10 +61,10 @@ class ServedKB:
         advisor = given or self._published(key) or self._checked_from_disk()
         advisor.warm()
         self.state.advisor = advisor
-        if advisor.checked is not None and advisor.key != key:
+        if self._shared is not None and advisor.checked is not None and advisor.key != key:
             # none was published yet, or it could not be read: what this process serves becomes the
             # generation, so that the other workers follow it rather than each serve its own
-            self.generations.publish(advisor.checked)
+            self._shared.publish(advisor.checked)
         if advisor.key is not None:
             self.generations.acknowledge(advisor.key)
         heap.settle()

@@ -170,7 +170,7 @@ def load(key: str, kb_root: Path, folder: Path | None = None) -> CheckedKB | Non
     if folder is None:
         return None
     try:
-        raw = (folder / f"kb-{key}.json").read_bytes()
+        raw = (folder / entry_name(key)).read_bytes()
         secret = _secret(folder, create=False)
     except OSError:
         return None
@@ -211,7 +211,7 @@ def store(checked: CheckedKB, folder: Path | None = None) -> None:
         rules=list(checked.rules),
         **entities,
     ).model_dump_json(by_alias=True)
-    entry = folder / f"kb-{key}.json"
+    entry = folder / entry_name(key)
     try:
         secret = _secret(folder, create=True)
         with tempfile.NamedTemporaryFile("wb", dir=folder, delete=False, suffix=".tmp") as handle:
@@ -222,6 +222,10 @@ def store(checked: CheckedKB, folder: Path | None = None) -> None:
     except OSError:
         return
     _prune(folder, keep=entry)
+
+
+def entry_name(key: str) -> str:
+    return f"kb-{key}.json"
 
 
 def _prune(folder: Path, keep: Path) -> None:
