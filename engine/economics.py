@@ -53,6 +53,10 @@ class Costs:
     break_even_hours: float | None
     horizon_cost_usd: float
     rent_cost_over_horizon_usd: float | None
+    run_power_usd: float | None = None
+    """electricity for one run on bought or owned hardware, when the run's hours are known"""
+    run_hours: float | None = None
+    """one run's hours when `horizon_cost_usd` covers exactly that run (no utilisation was stated)"""
 
 
 def costs(
@@ -87,7 +91,9 @@ def costs(
         break_even = break_even_hours(capex, rent_per_gpu_hour * gpus, own_usd_per_hour=power)
     else:
         break_even = None
-    run_cost = None
+    run_cost = run_power = None
+    if use.run_hours is not None and option.acquisition != "rent":
+        run_power = power * use.run_hours
     if use.run_hours is not None:
         if option.acquisition == "buy":
             years = use.horizon_hours / 8760
@@ -106,17 +112,19 @@ def costs(
         break_even_hours=break_even,
         horizon_cost_usd=horizon,
         rent_cost_over_horizon_usd=rent_equivalent,
+        run_power_usd=run_power,
+        run_hours=use.run_hours if use.run_hours is not None and use.busy_hours == use.run_hours else None,
     )
 
 
 def spend(option_costs: Costs, acquisition: str) -> float:
-    """What a budget is compared with: capex when buying, the rental total when renting, 0 when owned."""
+    """What a budget is compared with, what the user pays to get the job done: when buying, the capex
+    (and a training run's electricity); when renting, the run's rental (a training run, or the hours
+    the request gives) or else a month of serving at the stated use; nothing for hardware owned."""
     if acquisition == "buy":
-        return option_costs.capex_usd
+        return option_costs.capex_usd + (option_costs.run_power_usd or 0.0)
     if acquisition == "rent":
         return (
-            option_costs.run_cost_usd
-            if option_costs.run_cost_usd is not None
-            else option_costs.horizon_cost_usd
+            option_costs.run_cost_usd if option_costs.run_cost_usd is not None else option_costs.monthly_usd
         )
     return 0.0

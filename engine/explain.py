@@ -107,7 +107,15 @@ def cost_words(candidate: Candidate) -> str:
         text = f"{money(costs.hourly_usd)}/h, {money(costs.monthly_usd)}/month at the stated use"
     else:
         text = f"power only, {money(costs.hourly_usd)}/h"
-    return text + f"; {money(costs.horizon_cost_usd)} over the horizon"
+    return f"{text}; {total_words(candidate)}"
+
+
+def total_words(candidate: Candidate) -> str:
+    """The cost the ranking compares, in words: one run's, or the horizon's at the stated use."""
+    costs = candidate.costs
+    if costs.run_hours is not None:
+        return f"{money(costs.horizon_cost_usd)} for the run ({costs.run_hours:,.1f} h)"
+    return f"{money(costs.horizon_cost_usd)} over the horizon"
 
 
 def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:

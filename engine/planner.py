@@ -135,6 +135,8 @@ class Planner:
         self._plan_filters_budget = tuple((f, "within_budget" in f.where) for f in self.plan_filters)
         required = facts.get("sizing.required_tokens_per_s")
         self.required_tps = None if required is None else _number(required)
+        per_user = facts.get("sizing.per_user_tokens_per_s")
+        self.per_user_tps = None if per_user is None else _number(per_user)
         # Without a serving fleet (no copies), the GPU count and a bought or owned option's spend
         # are known before sizing: filters on them alone (a fixed gpu_count, a budget) screen early.
         self.early_filters = (
@@ -345,6 +347,12 @@ class Planner:
             copies = max(1, ceil(self.required_tps / speed.aggregate_tokens_per_s))
         run_hours = speed.training_hours if speed.training_hours is not None else job.job_hours
         plan = self._plan_attrs(option, spec, capacity, copies)
+        plan["finishes_in_time"] = (
+            job.deadline_hours is None
+            or speed.training_hours is None
+            or speed.training_hours <= job.deadline_hours
+        )
+        plan["fast_enough_per_user"] = self.per_user_tps is None or speed.tokens_per_s >= self.per_user_tps
         priced: Costs | None = None
         # Costs are computed when a filter needs `within_budget`, or once every filter has passed:
         # most rejected plans never need them. Filters still run in the policy's order.
@@ -352,7 +360,7 @@ class Planner:
             if needs_budget and priced is None:
                 priced = self._priced(option, copies, run_hours, speed, plan)
             if rule_filter.rejects_plan(plan, option.attrs):
-                return Rejection(option, rule_filter.rule, rule_filter.message)
+                return Rejection(option, rule_filter.rule, _with_figures(rule_filter, speed))
         if priced is None:
             priced = self._priced(option, copies, run_hours, speed, plan)
         matched = [p for p in self.policy.preferences if p.holds_for_plan(plan, option.attrs)]
@@ -536,6 +544,15 @@ def _parallelism(strategy: str, tp: int, sharded_name: str | None) -> tuple[str,
     if strategy == "single":
         return ()
     return (strategy,)
+
+
+def _with_figures(rule_filter: Filter, speed: Speed) -> str:
+    """A filter's message, with the option's own figure where the filter reads a speed need."""
+    if "finishes_in_time" in rule_filter.where and speed.training_hours is not None:
+        return f"{rule_filter.message} (this option: {speed.training_hours:,.0f} h)"
+    if "fast_enough_per_user" in rule_filter.where:
+        return f"{rule_filter.message} (this option: {speed.tokens_per_s:,.1f} tokens/s per sequence)"
+    return rule_filter.message
 
 
 def _number(value: Scalar | None) -> float:

@@ -33,6 +33,8 @@ PLAN_ATTRIBUTES = frozenset(
         "fits",
         "within_budget",
         "strategy_allowed",
+        "finishes_in_time",
+        "fast_enough_per_user",
         "within_max_gpus",
         "matches_gpu_count",
         "gpu_count",

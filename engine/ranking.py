@@ -1,46 +1,79 @@
-"""Ordering sized candidates by the request's objective: a pure, deterministic function.
+"""Ordering sufficient options by the request's objective: a pure, deterministic function.
 
-Each candidate gets a base score in [0, 1] relative to the best candidate on each measure, plus the
-weights of the rules' `prefer` actions that match it:
+Every candidate reaching here already meets the need: it fits in memory, passes every rule's filter
+(budget, deadline, per-user speed) and, for a serving fleet, carries the demand. What is left is which
+of them to propose first. docs/ranking.md states the formulas with worked examples:
 
-- cheapest: least total cost over the horizon (`horizon_cost_usd`) / this candidate's;
-- fastest: this candidate's aggregate tokens/s / the most;
-- balanced: 0.6 x value + 0.2 x speed + 0.2 x cheapness, where value is what a dollar buys: memory
-  bandwidth per dollar (`ranking.value: bandwidth_per_dollar`, small-batch decoding), dense FLOPS per
-  dollar (`compute_per_dollar`, training), else tokens per dollar.
+- cheapest: least cost for the job, C (`horizon_cost_usd`: one training run when the request gives no
+  utilisation, else the stated use over the horizon; a bought option pays its capex);
+- fastest: least wall-clock, T (a training run's hours; for serving, seconds per generated token of
+  one sequence), ties broken by cost;
+- balanced (default): the simplest sufficient option unless a larger one is clearly cheaper. Each
+  doubling of the GPU count must save a quarter of the cost, and each extra node a third:
+  E = C x (4/3)^log2(GPUs) x 1.5^(nodes - 1). One GPU at $100 beats two at $76; two at $74 win.
 
-Ties break on cost, then speed, then the option's identity, so the order never depends on the order
-candidates were produced in. Near-duplicates (the same GPU, acquisition, pricing, method and precision
-from several offers) keep only their best.
+Each measure is scaled by 2^-w for the summed weight w of the rules' `prefer` actions matching the
+option (w = 0.1: 7% better; w = -0.3: 23% worse; owned hardware, w = 1: half). The score is the best
+measure over this one's (1 for the first). Ties break on simplicity (GPUs, nodes), then cost, then
+time, then the option's identity, so the order never depends on the order candidates came in.
+Near-duplicates (the same GPU, acquisition, pricing, method and precision) keep only their best.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import log2
 
 from engine.planner import Candidate
 
-BALANCED_WEIGHTS = (0.6, 0.2, 0.2)
-"""value, speed, cheapness"""
+GPU_DOUBLING_FACTOR = 4 / 3
+"""balanced: a doubling of the GPU count must cut the job's cost by a quarter (1 - 3/4) to rank higher"""
+EXTRA_NODE_FACTOR = 1.5
+"""balanced: each node beyond the first must cut the cost by a third (1 - 1/1.5): a cluster adds a
+network, a scheduler and failure modes one machine does not have"""
+SECONDS_PER_HOUR = 3600.0
 
 
 @dataclass(frozen=True)
 class Ranked:
     score: float
     candidate: Candidate
+    measure: float
+    """the objective's measure, lower is better (dollars, effective dollars or seconds)"""
 
 
-def value(candidate: Candidate, value_kind: str | None) -> float:
-    """What the horizon's dollars buy: bandwidth (GB/s), dense TFLOPS, or tokens/s, per dollar."""
-    gpu, gpus = candidate.option.gpu, candidate.gpu_count
-    dollars = max(candidate.costs.horizon_cost_usd, 1e-9)
-    if value_kind == "bandwidth_per_dollar":
-        return gpu.memory_bandwidth_gbs * gpus / dollars
-    if value_kind == "compute_per_dollar":
-        flops = gpu.bf16_dense_tflops or gpu.fp16_dense_tflops or gpu.fp32_tflops or 0.0
-        return flops * gpus / dollars
-    return candidate.speed.aggregate_tokens_per_s * candidate.copies / dollars
+def cost(candidate: Candidate) -> float:
+    """C: the job's cost, in dollars."""
+    return max(candidate.costs.horizon_cost_usd, 0.0)
+
+
+def wall_clock(candidate: Candidate) -> float:
+    """T: a training run's hours in seconds; for serving, the seconds one sequence waits per token."""
+    speed = candidate.speed
+    if speed.training_hours is not None:
+        return speed.training_hours * SECONDS_PER_HOUR
+    if candidate.spec.layout.method != "inference":
+        # a run sized by `job_hours`: every option takes those hours; the faster one does more
+        return 1.0 / max(speed.aggregate_tokens_per_s * candidate.copies, 1e-12)
+    return 1.0 / max(speed.tokens_per_s, 1e-12)
+
+
+def complexity(candidate: Candidate) -> float:
+    """The balanced objective's factor on cost for the GPUs and nodes an option takes."""
+    nodes = candidate.option.nodes * candidate.copies
+    return float(GPU_DOUBLING_FACTOR ** log2(candidate.gpu_count) * EXTRA_NODE_FACTOR ** (nodes - 1))
+
+
+def measure(candidate: Candidate, objective: str) -> float:
+    """The objective's measure (lower is better), with the rules' preferences applied."""
+    if objective == "fastest":
+        base = wall_clock(candidate)
+    elif objective == "cheapest":
+        base = cost(candidate)
+    else:
+        base = cost(candidate) * complexity(candidate)
+    return float(base * 2.0 ** (-candidate.preference))
 
 
 def kind(c: Candidate) -> tuple[str, str, str, str, str]:
@@ -67,39 +100,28 @@ def identity(candidate: Candidate) -> tuple[str, int, str, str, str, str]:
     )
 
 
-def rank(candidates: Sequence[Candidate], objective: str, value_kind: str | None) -> list[Ranked]:
+def rank(candidates: Sequence[Candidate], objective: str) -> list[Ranked]:
     """Candidates best first, one per (GPU, acquisition, pricing, method, precision)."""
     if not candidates:
         return []
-    cheapest = min(max(c.costs.horizon_cost_usd, 1e-9) for c in candidates)
-    fastest = max(c.speed.aggregate_tokens_per_s * c.copies for c in candidates)
-    best_value = max(value(c, value_kind) for c in candidates)
-    scored = []
-    for c in candidates:
-        cheap = cheapest / max(c.costs.horizon_cost_usd, 1e-9)
-        speed = c.speed.aggregate_tokens_per_s * c.copies / fastest
-        if objective == "cheapest":
-            base = cheap
-        elif objective == "fastest":
-            base = speed
-        else:
-            worth = value(c, value_kind) / best_value if best_value > 0 else 0.0
-            v, s, k = BALANCED_WEIGHTS
-            base = v * worth + s * speed + k * cheap
-        scored.append(Ranked(round(base + c.preference, 6), c))
-    scored.sort(
-        key=lambda r: (
-            -r.score,
-            r.candidate.costs.horizon_cost_usd,
-            -r.candidate.speed.aggregate_tokens_per_s,
-            identity(r.candidate),
+    measured = [(measure(c, objective), c) for c in candidates]
+    measured.sort(
+        key=lambda mc: (
+            mc[0],
+            mc[1].gpu_count,
+            mc[1].option.nodes * mc[1].copies,
+            cost(mc[1]),
+            wall_clock(mc[1]),
+            identity(mc[1]),
         )
     )
+    best = measured[0][0]
     seen: set[tuple[str, str, str, str, str]] = set()
     unique = []
-    for ranked in scored:
-        key = kind(ranked.candidate)
+    for value, candidate in measured:
+        key = kind(candidate)
         if key not in seen:
             seen.add(key)
-            unique.append(ranked)
+            score = best / value if value > 0 else 1.0
+            unique.append(Ranked(round(score, 6), candidate, value))
     return unique

@@ -24,6 +24,7 @@ from engine.explain import (
     plan_words,
     reasons,
     relevant_steps,
+    total_words,
     trace,
     why,
     workload_words,
@@ -46,9 +47,9 @@ from engine.models.response import (
 from engine.models.rule import Rule, Scalar
 from engine.planner import MEMORY_RULE, Candidate, Planner, Rejection
 from engine.policy import Filter, Policy, policy_from
-from engine.ranking import Ranked, kind, rank
+from engine.ranking import Ranked, rank
 from engine.refengine import Outcome
-from engine.requirements import hardware_facts, requirements, sizing_facts
+from engine.requirements import hardware_facts, requirements, sizing_facts, workload_assumptions
 from engine.sizing import CONVENTIONS, GB
 from engine.sizing.training_memory import model_state_bytes_per_param
 from engine.workload import Job, resolve
@@ -56,6 +57,7 @@ from engine.workload import Job, resolve
 MAX_REJECTED = 15
 OPTION_CACHE_SIZE = 256
 REJECTED_PER_RULE = 3
+BUDGET_RULE = "budget-is-a-hard-filter"
 
 
 class Grouped(NamedTuple):
@@ -159,10 +161,8 @@ class Advisor:
         planner = self.planner(job, policy, request)
         ctx = context_for(request, spot="spot" in policy.suggested("pricing"))
         search = self.search(planner, ctx, request.constraints.gpu_count)
-        candidates = search.candidates
-        if not _sized_job(job) and request.objective != "fastest":
-            candidates = fewest_gpus(candidates)
-        ranked = rank(candidates, request.objective, _text(policy.facts.get("ranking.value")))
+        candidates = as_asked(search.candidates)
+        ranked = rank(candidates, request.objective)
         top = ranked[: request.top_k]
         precision = planner.base_precision
         relaxation = None if top else self.relaxation(planner, ctx, request, search)
@@ -550,8 +550,7 @@ class Advisor:
         best = top[0].candidate
         text = (
             f"For {subject}, the best option is {hardware(best)}: {plan_words(best)}, "
-            f"{best.memory.total / GB:.1f} GB per GPU, "
-            f"{money_text(best.costs.horizon_cost_usd)} over the horizon."
+            f"{best.memory.total / GB:.1f} GB per GPU, {total_words(best)}."
         )
         if len(top) > 1:
             runner = top[1].candidate
@@ -576,6 +575,7 @@ class Advisor:
         headroom = policy.facts.get("plan.memory_headroom_pct", 0)
         found["memory_headroom_pct"] = float(headroom) if isinstance(headroom, int | float) else 0.0
         found["architecture"] = job.architecture_source
+        found.update(workload_assumptions(job))
         if job.utilization is None:
             from engine.economics import DEFAULT_UTILIZATION
 
@@ -677,18 +677,13 @@ def _cost_floor(option: Option, busy_hours: float | None) -> float:
     return 0.0
 
 
-def _sized_job(job: Job) -> bool:
-    """Whether the request says how much work there is (tokens to train, hours, serving demand): only
-    then can more GPUs than the job needs to fit be worth their cost."""
-    return job.training_tokens is not None or job.job_hours is not None or job.serving is not None
-
-
-def fewest_gpus(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """For each GPU, acquisition and plan kind, only the options with the fewest GPUs that run the job."""
-    least: dict[tuple[str, str, str, str, str], int] = {}
-    for c in candidates:
-        least[kind(c)] = min(least.get(kind(c), c.gpu_count), c.gpu_count)
-    return [c for c in candidates if c.gpu_count == least[kind(c)]]
+def as_asked(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates that keep the requested method and precision, when any does: a plan that
+    changes either is offered only when nothing runs the job as asked within the constraints."""
+    kept = [
+        c for c in candidates if not c.plan_attrs["method_changed"] and not c.plan_attrs["precision_changed"]
+    ]
+    return kept or list(candidates)
 
 
 def task_title(method: str) -> str:
@@ -730,8 +725,12 @@ def _main_reason(rejections: Sequence[Rejection], relaxation: Relaxation | None)
     if not rejections:
         return "the knowledge base has no hardware to consider."
     if relaxation is not None:
-        reason = next(r.reason for r in rejections if r.rule == relaxation.rule)
-        return reason if reason.endswith(".") else reason + "."
+        reasons = [next(r.reason for r in rejections if r.rule == relaxation.rule)]
+        # a budget that ruled options out is the constraint a reader checks first: say it too
+        reasons += sorted(
+            {r.reason for r in rejections if r.rule == BUDGET_RULE and r.rule != relaxation.rule}
+        )
+        return " ".join(reason if reason.endswith(".") else reason + "." for reason in reasons[:2])
     counts: dict[str, int] = {}
     for rejection in rejections:
         counts[rejection.reason] = counts.get(rejection.reason, 0) + 1

@@ -95,7 +95,16 @@ def holds(when: When, facts: Facts) -> bool:
 
 def render(message: str, facts: Facts) -> str:
     """Fill `{fact.name}` placeholders with the facts' values."""
-    return re.sub(r"\{([a-z][a-z0-9_.]*)\}", lambda m: str(facts.get(m.group(1), m.group(0))), message)
+    return re.sub(r"\{([a-z][a-z0-9_.]*)\}", lambda m: _text(facts.get(m.group(1), m.group(0))), message)
+
+
+def _text(value: object) -> str:
+    """A fact as a reader writes it: 3000.0 as 3,000, 0.5 as 0.5, 15000 as 15,000."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.6g}" if abs(value) < 1000 else f"{value:,.1f}"
 
 
 def fire(rule: Rule, known: dict[str, Scalar], step: int) -> Firing:

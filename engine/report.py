@@ -34,7 +34,7 @@ def options_table(response: RecommendResponse) -> Table:
     table.add_column("GPUs", ratio=3)
     table.add_column("Get", ratio=2)
     table.add_column("Plan", ratio=2)
-    for name in ("GB/GPU", "tok/s", "Cost", "Horizon"):
+    for name in ("GB/GPU", "tok/s", "Cost", "Total"):
         table.add_column(name, justify="right", no_wrap=True)
     for option in response.recommendations:
         table.add_row(
@@ -45,7 +45,7 @@ def options_table(response: RecommendResponse) -> Table:
             f"{option.memory.per_gpu_gb:.1f}/{option.vram_per_gpu_gb:g}",
             f"{option.throughput.tokens_per_s:,.0f}",
             _price(option),
-            _usd(option.cost.horizon_cost_usd),
+            _usd(option.cost.horizon_cost_usd, cents=option.cost.horizon_cost_usd < 100),
         )
     return table
 

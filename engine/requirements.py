@@ -59,12 +59,70 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
         facts["sizing.utilization_pct"] = round(job.utilization * 100, 3)
     if job.serving is not None:
         facts["sizing.required_tokens_per_s"] = round(required_tps(job), 3)
+    if job.training_tokens is not None:
+        facts["sizing.training_tokens_b"] = round(job.training_tokens / 1e9, 6)
+    if job.deadline_hours is not None:
+        facts["sizing.deadline_hours"] = round(job.deadline_hours, 3)
+    per_user = per_user_tps(job)
+    if per_user is not None:
+        facts["sizing.per_user_tokens_per_s"] = round(per_user, 3)
     return facts
 
 
 def required_tps(job: Job) -> float:
     assert job.serving is not None
     return required_tokens_per_second(job.serving.requests_per_min, job.serving.avg_output_tokens)
+
+
+DEFAULT_TOKENS_PER_S_PER_USER = 10.0
+"""The decode speed a served sequence needs when the request states none: about twice reading speed
+(people read 4-5 words, 5-7 tokens, a second), the floor below which a chat feels stalled. Offline
+batch jobs that tolerate less say so with `serving.min_tokens_per_s_per_user`."""
+
+
+def per_user_tps(job: Job) -> float | None:
+    """The decode speed each sequence needs: the stated floor, or the output tokens over the p95
+    latency target, whichever is higher (seed 002, Interview Q&A Q4: 200 tokens in 5 s is 40 tokens/s;
+    prefill and queueing also count against the target, so this is a lower bound); with neither,
+    the default floor. None for training."""
+    if job.task != "inference":
+        return None
+    serving = job.serving
+    stated = [serving.min_tokens_per_s_per_user or 0.0] if serving is not None else [0.0]
+    if serving is not None and serving.latency_p95_s is not None:
+        stated.append(serving.avg_output_tokens / serving.latency_p95_s)
+    return max(stated) or DEFAULT_TOKENS_PER_S_PER_USER
+
+
+def workload_assumptions(job: Job) -> dict[str, float | str]:
+    """The needs the request left open and the engine filled in, each with how to state the real one."""
+    found: dict[str, float | str] = {}
+    if job.training_tokens is not None:
+        found["training_tokens_b"] = round(job.training_tokens / 1e9, 6)
+        if job.tokens_source == "default":
+            found["training_tokens_source"] = (
+                "default: 20 tokens per parameter, compute-optimal (Hoffmann et al. 2022)"
+                if job.task == "pretrain"
+                else "default: 100M tokens, a typical instruction-tuning set"
+            ) + "; give workload.training_tokens_b for the real figure"
+    elif job.task != "inference":
+        found["training_tokens_source"] = "none: each rented option is costed for workload.job_hours"
+    if job.deadline_hours is not None:
+        found["deadline_hours"] = round(job.deadline_hours, 3)
+        if job.job_hours is None:
+            found["deadline_source"] = (
+                "default: a month to pretrain, a week to fine-tune, at most the horizon; "
+                "give workload.job_hours for the real one"
+            )
+    per_user = per_user_tps(job)
+    if per_user is not None:
+        found["tokens_per_s_per_user"] = round(per_user, 3)
+        serving = job.serving
+        if serving is None or (serving.min_tokens_per_s_per_user is None and serving.latency_p95_s is None):
+            found["tokens_per_s_per_user_source"] = (
+                "default: twice reading speed; give workload.serving.min_tokens_per_s_per_user"
+            )
+    return found
 
 
 def hardware_facts(request: RecommendRequest, kb: KB, task_gb: float) -> dict[str, Scalar]:

@@ -21,6 +21,22 @@ ArchitectureSource = Literal["kb-model", "request", "estimated"]
 TRAINING_TASKS: tuple[Task, ...] = ("pretrain", "full_finetune", "lora", "qlora")
 ESTIMATED_VOCAB = 32_000
 """Vocabulary assumed for an estimated shape (Llama 2's 32,000 tokens)."""
+PRETRAIN_TOKENS_PER_PARAM = 20.0
+"""Tokens assumed for a pretraining run given no token count: the compute-optimal 20 tokens per
+parameter (Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models", Table 3)."""
+FINETUNE_TOKENS = 100e6
+"""Tokens assumed for a fine-tuning run given no token count: 100M, e.g. 3 epochs over 30,000
+examples of about 1,100 tokens (instruction sets such as Alpaca's 52,000 examples or OASST1's 10,000
+conversations are of this order)."""
+DEFAULT_DEADLINE_HOURS = {
+    "pretrain": 30 * 24.0,
+    "full_finetune": 7 * 24.0,
+    "lora": 7 * 24.0,
+    "qlora": 7 * 24.0,
+}
+"""The wall-clock a training run may take when the request gives no `job_hours`: a month for
+pretraining, a week for fine-tuning (capped by the horizon). Longer runs are planned only when asked."""
+TokensSource = Literal["request", "default", "none"]
 
 
 class InvalidRequest(ValueError):
@@ -53,6 +69,11 @@ class Job:
     lora_rank: int
     checkpointing: bool | None
     training_tokens: float | None
+    """tokens to train on: the request's, else a default per task (None for inference, and when the
+    request gives `job_hours` but no token count: the run is then costed for `job_hours`)"""
+    tokens_source: TokensSource
+    deadline_hours: float | None
+    """the wall-clock a training run may take: `job_hours` when a token count is known, else a default"""
     job_hours: float | None
     serving: Serving | None
     utilization: float | None
@@ -106,6 +127,10 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         shape, source = shape_from_architecture(model.architecture.model_dump(), kind=kind), "kb-model"
     else:
         shape, source = estimated_shape(params_b * 1e9), "estimated"
+    horizon_hours = constraints.horizon_months * HOURS_PER_MONTH
+    tokens, tokens_source = training_tokens(
+        workload.task, params_b * 1e9, workload.training_tokens_b, workload.job_hours
+    )
     utilization = constraints.utilization_pct
     if utilization is None and constraints.hours_per_week is not None:
         utilization = constraints.hours_per_week / 168 * 100
@@ -123,12 +148,39 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         seq_len=workload.seq_len,
         lora_rank=workload.lora_rank,
         checkpointing=workload.gradient_checkpointing,
-        training_tokens=None if workload.training_tokens_b is None else workload.training_tokens_b * 1e9,
+        training_tokens=tokens,
+        tokens_source=tokens_source,
+        deadline_hours=_deadline(workload.task, tokens, workload.job_hours, horizon_hours),
         job_hours=workload.job_hours,
         serving=workload.serving,
         utilization=None if utilization is None else utilization / 100,
-        horizon_hours=constraints.horizon_months * HOURS_PER_MONTH,
+        horizon_hours=horizon_hours,
     )
+
+
+def training_tokens(
+    task: Task, params: float, tokens_b: float | None, job_hours: float | None
+) -> tuple[float | None, TokensSource]:
+    """The tokens a training run is sized for, and where the figure comes from."""
+    if task not in TRAINING_TASKS:
+        return None, "none"
+    if tokens_b is not None:
+        return tokens_b * 1e9, "request"
+    if job_hours is not None:  # the user sized the run in hours: each option is costed for them
+        return None, "none"
+    if task == "pretrain":
+        return PRETRAIN_TOKENS_PER_PARAM * params, "default"
+    return FINETUNE_TOKENS, "default"
+
+
+def _deadline(
+    task: Task, tokens: float | None, job_hours: float | None, horizon_hours: float
+) -> float | None:
+    if tokens is None:
+        return None
+    if job_hours is not None:
+        return job_hours
+    return min(DEFAULT_DEADLINE_HOURS[task], horizon_hours)
 
 
 def _named_gpus(request: RecommendRequest) -> list[tuple[tuple[str, ...], str]]:

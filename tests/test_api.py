@@ -131,7 +131,7 @@ def test_an_unsatisfiable_request_is_a_200_with_the_reason(client: TestClient) -
     assert response.status_code == 200
     body = response.json()
     assert body["feasible"] is False and body["recommendations"] == []
-    assert body["relaxation"]["constraint"] == "constraints.budget_usd"
+    assert body["relaxation"]["constraint"] == "constraints.acquisition"
     assert "budget" in body["summary"].lower()
 
 

@@ -25,7 +25,7 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 def test_flags_give_a_ranked_table_with_the_why(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["--params-b", "7", "--task", "inference", "--top-k", "3"], capsys)
     assert code == EXIT_OK
-    assert "GB/GPU" in out and "Horizon" in out
+    assert "GB/GPU" in out and "Total" in out
     why = out[out.index("Why") :]
     for rank in ("1.", "2.", "3."):
         assert rank in why

@@ -37,7 +37,9 @@ def test_70b_fp16_without_quantization_needs_several_nvlink_gpus() -> None:
     for rec in result.recommendations:
         assert rec.precision == "fp16"
         if rec.gpu_count > 1 and "tensor-parallel" in rec.parallelism:
-            assert rec.interconnect in ("nvlink", "nvswitch", "fabric", "ici")
+            # Gaudi's scale-up link is its on-die RoCE: 21 of 24 100GbE ports join the 8 cards
+            # all-to-all (Intel Gaudi 2 white paper), as NVLink does for NVIDIA
+            assert rec.interconnect in ("nvlink", "nvswitch", "fabric", "ici", "ethernet")
 
 
 def test_70b_fp16_on_one_gpu_goes_int4_on_an_80_gb_card() -> None:
@@ -85,7 +87,9 @@ def test_a_budget_too_small_is_infeasible_and_names_the_relaxation() -> None:
     result = answer("budget-too-small")
     assert not result.feasible and not result.recommendations
     assert result.relaxation is not None
-    assert result.relaxation.constraint == "constraints.budget_usd"
+    # Buying a 70B full fine-tune's GPUs costs far more than $3,000, while renting the run costs less:
+    # the cheapest way out is to rent, not to raise the budget.
+    assert result.relaxation.constraint == "constraints.acquisition"
     assert "budget" in result.summary
 
 

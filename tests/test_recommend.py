@@ -51,13 +51,11 @@ def test_ranking_does_not_depend_on_the_order_of_candidates() -> None:
     planner = adv.planner(job, policy, job_request)
     candidates = adv.search(planner, context_for(job_request, spot=False), None).candidates
     assert len(candidates) > 20
-    expected = [(r.score, r.candidate.option.attrs["gpu"]) for r in rank(candidates, "balanced", None)]
+    expected = [(r.score, r.candidate.option.attrs["gpu"]) for r in rank(candidates, "balanced")]
     for seed in range(3):
         shuffled = list(candidates)
         random.Random(seed).shuffle(shuffled)
-        assert [
-            (r.score, r.candidate.option.attrs["gpu"]) for r in rank(shuffled, "balanced", None)
-        ] == expected
+        assert [(r.score, r.candidate.option.attrs["gpu"]) for r in rank(shuffled, "balanced")] == expected
 
 
 @pytest.mark.parametrize(

@@ -185,6 +185,8 @@ CandidateAttribute = Literal[
     "fits",
     "within_budget",
     "strategy_allowed",
+    "finishes_in_time",
+    "fast_enough_per_user",
 ]
 """What `require` / `exclude` / `prefer` may filter candidates on (docs/rule-facts.md)."""
 
