@@ -133,6 +133,9 @@ class Planner:
         self.option_filters = tuple(f for f in policy.filters if not f.per_plan)
         self.plan_filters = tuple(f for f in policy.filters if f.per_plan)
         self._plan_filters_budget = tuple((f, "within_budget" in f.where) for f in self.plan_filters)
+        serving = job.serving
+        self.user_speed = None if serving is None else serving.min_tokens_per_s_per_user
+        """tokens/s each sequence must get (a serving request's per-user target)"""
         required = facts.get("sizing.required_tokens_per_s")
         self.required_tps = None if required is None else _number(required)
         # Without a serving fleet (no copies), the GPU count and a bought or owned option's spend
@@ -345,6 +348,7 @@ class Planner:
             copies = max(1, ceil(self.required_tps / speed.aggregate_tokens_per_s))
         run_hours = speed.training_hours if speed.training_hours is not None else job.job_hours
         plan = self._plan_attrs(option, spec, capacity, copies)
+        plan["meets_user_speed"] = self.user_speed is None or speed.tokens_per_s >= self.user_speed
         priced: Costs | None = None
         # Costs are computed when a filter needs `within_budget`, or once every filter has passed:
         # most rejected plans never need them. Filters still run in the policy's order.

@@ -33,6 +33,7 @@ PLAN_ATTRIBUTES = frozenset(
         "fits",
         "within_budget",
         "strategy_allowed",
+        "meets_user_speed",
         "within_max_gpus",
         "matches_gpu_count",
         "gpu_count",

@@ -185,6 +185,7 @@ CandidateAttribute = Literal[
     "fits",
     "within_budget",
     "strategy_allowed",
+    "meets_user_speed",
 ]
 """What `require` / `exclude` / `prefer` may filter candidates on (docs/rule-facts.md)."""
 
