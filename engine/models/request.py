@@ -218,7 +218,12 @@ class Workload(RequestModel):
     kv_cache_precision: KvPrecision | None = Field(
         None, description="KV-cache format (inference); absent: 16-bit, or fp32 with fp32 weights"
     )
-    optimizer: Optimizer = Field("adamw", description="training only: the optimizer whose states are sized")
+    optimizer: Optimizer = Field(
+        "adamw",
+        description="training only: the optimizer whose states are sized; state bytes per parameter "
+        "beside the fp32 master copy: adamw/adam 8, adamw_8bit 2, sgd_momentum 4 (one momentum buffer), "
+        "sgd 0, adafactor up to 4",
+    )
     batch_size: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
         1, description="sequences in flight per step (inference: concurrent sequences)"
     )
