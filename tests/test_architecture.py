@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from engine.architecture import Contradiction, complete, least_params
@@ -209,3 +211,40 @@ def test_kv_cache_formula_matches_the_shape() -> None:
     """The figure the tests above compare, from the sizing function itself."""
     shape = complete(dims(without("vocab_size")), PARAMS, PARAMS).shape
     assert kv_cache_bytes_per_token(shape) * 8192 * 4 == 2 * 32 * 8 * 128 * 2 * 8192 * 4
+
+
+SIZES = {
+    "n_layers": st.integers(1, 1000),
+    "hidden_size": st.integers(1, 1_000_000),
+    "head_dim": st.integers(1, 10_000),
+    "n_heads": st.integers(1, 10_000),
+    "n_kv_heads": st.integers(1, 10_000),
+    "intermediate_size": st.integers(1, 10_000_000),
+    "vocab_size": st.integers(1, 10_000_000),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries({}, optional=SIZES),
+    st.floats(1e-6, 100_000),
+    st.floats(0.01, 1.0),
+)
+def test_every_accepted_architecture_completes_keeping_what_was_given(
+    data: dict[str, int], params_b: float, active_share: float
+) -> None:
+    """Whatever part of an architecture the request model accepts, it completes into a valid shape
+    with the given sizes kept, or is refused as a contradiction; never another error."""
+    try:
+        architecture = dims(data)
+    except ValidationError:
+        return
+    try:
+        completed = complete(architecture, params_b * 1e9, max(params_b * active_share, 1e-6) * 1e9)
+    except Contradiction:
+        assert least_params(architecture) > 2 * params_b * 1e9
+        return
+    shape = completed.shape
+    for name, value in data.items():
+        assert getattr(shape, name) == value
+    assert {f.field for f in completed.filled} == set(SIZES) - set(data)
