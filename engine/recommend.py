@@ -567,6 +567,7 @@ class Advisor:
                 "The layer sizes were estimated from the parameter count (multi-head attention assumed): "
                 "give `model` or `architecture` for exact activation and KV-cache figures."
             )
+        found.extend(architecture_warnings(job))
         return found
 
     def assumptions(self, job: Job, policy: Policy) -> dict[str, float | str]:
@@ -576,11 +577,41 @@ class Advisor:
         found["memory_headroom_pct"] = float(headroom) if isinstance(headroom, int | float) else 0.0
         found["architecture"] = job.architecture_source
         found.update(workload_assumptions(job))
+        for filled in job.filled:
+            found[f"architecture.{filled.field}"] = filled.note
+        serving = job.serving
+        if serving is not None and serving.requests_per_min is None:
+            found["serving.requests_per_min"] = "absent: a single stream (one user), no fleet sizing"
+        elif serving is not None and "avg_output_tokens" in serving.defaulted:
+            found["serving.avg_output_tokens"] = float(serving.avg_output_tokens)  # sizes the demand
         if job.utilization is None:
             from engine.economics import DEFAULT_UTILIZATION
 
             found["default_utilization_pct"] = DEFAULT_UTILIZATION * 100
         return found
+
+
+def architecture_warnings(job: Job) -> list[str]:
+    """What a partial architecture's filled sizes do to the figures: the KV cache (2 L n_kv_heads
+    head_dim bytes per token) moves with each of them that was assumed or estimated."""
+    found: list[str] = []
+    by_field = {f.field: f for f in job.filled}
+    kv_heads = by_field.get("n_kv_heads")
+    if kv_heads is not None:
+        found.append(
+            f"`architecture` gives no n_kv_heads: multi-head attention is assumed (n_kv_heads = n_heads "
+            f"= {kv_heads.value}). Grouped-query models (Llama 3, Mistral, Qwen 2) have fewer key/value "
+            "heads, so for them the KV cache here is overstated n_heads / n_kv_heads times (4x for "
+            "Llama 3 8B): give n_kv_heads for an exact figure."
+        )
+    estimated = [f.field for f in job.filled if f.kv_cache and f.field != "n_kv_heads"]
+    if estimated:
+        found.append(
+            f"`architecture` gives no {' or '.join(estimated)}: estimated from the parameter count "
+            "(see `assumptions`). The KV cache (2 x n_layers x n_kv_heads x head_dim values per token) "
+            "moves with them: give them for an exact figure."
+        )
+    return found
 
 
 def cheapest_per_group(planner: Planner, options: Iterable[Option]) -> tuple[list[Option], list[Option]]:

@@ -57,8 +57,6 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
         facts["sizing.task_gb"] = facts["sizing.full_training_gb"]
     if job.utilization is not None:
         facts["sizing.utilization_pct"] = round(job.utilization * 100, 3)
-    if job.serving is not None:
-        facts["sizing.required_tokens_per_s"] = round(required_tps(job), 3)
     if job.training_tokens is not None:
         facts["sizing.training_tokens_b"] = round(job.training_tokens / 1e9, 6)
     if job.deadline_hours is not None:
@@ -66,12 +64,19 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
     per_user = per_user_tps(job)
     if per_user is not None:
         facts["sizing.per_user_tokens_per_s"] = round(per_user, 3)
+    demand = required_tps(job)
+    if demand is not None:
+        facts["sizing.required_tokens_per_s"] = round(demand, 3)
     return facts
 
 
-def required_tps(job: Job) -> float:
-    assert job.serving is not None
-    return required_tokens_per_second(job.serving.requests_per_min, job.serving.avg_output_tokens)
+def required_tps(job: Job) -> float | None:
+    """The token rate a serving fleet must sustain, when the request gives its traffic (requests per
+    minute); None for a single stream, whose speed is the per-user target's concern."""
+    serving = job.serving
+    if serving is None or serving.requests_per_min is None:
+        return None
+    return required_tokens_per_second(serving.requests_per_min, serving.avg_output_tokens)
 
 
 DEFAULT_TOKENS_PER_S_PER_USER = 10.0
@@ -152,6 +157,7 @@ def requirements(job: Job, facts: Facts, precision: str) -> Requirements:
         job, Layout(method, "nf4" if method == "qlora" else precision, checkpointing=checkpointing)
     )
     bound = facts.get("bound", "compute" if job.training else "memory_bandwidth")
+    demand = required_tps(job)
     return Requirements(
         params_b=round(job.params / 1e9, 4),
         active_params_b=round(job.active_params / 1e9, 4) if job.is_moe else None,
@@ -167,7 +173,7 @@ def requirements(job: Job, facts: Facts, precision: str) -> Requirements:
             total_gb=_gb(memory.total),
         ),
         bound=_bound(bound),
-        required_tokens_per_s=round(required_tps(job), 3) if job.serving is not None else None,
+        required_tokens_per_s=None if demand is None else round(demand, 3),
         architecture_source=job.architecture_source,
     )
 

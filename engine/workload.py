@@ -1,9 +1,10 @@
 """A request's workload, resolved against the KB: parameter counts, the layer shape behind activation
 and KV-cache math, and the defaults the request leaves open.
 
-Where the request names a KB model, its published size and architecture are used; an architecture in
-the request comes next; otherwise the shape is estimated from the parameter count (Kaplan et al. 2020,
-GPT-3 aspect ratio) with multi-head attention, which over- rather than under-states the KV cache.
+Where the request gives an architecture, it is used, completed where it is partial (engine/architecture.py);
+a KB model's published architecture comes next; otherwise the shape is estimated from the parameter count
+(Kaplan et al. 2020, GPT-3 aspect ratio) with multi-head attention, which over- rather than under-states
+the KV cache. A serving block's absent fields take their stated defaults (engine/models/request.py).
 """
 
 from __future__ import annotations
@@ -11,10 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from engine.architecture import Contradiction, Filled, complete
 from engine.kb import KB
-from engine.models.request import ArchitectureIn, RecommendRequest, Serving, Task
+from engine.models.request import (
+    DEFAULT_INPUT_TOKENS,
+    DEFAULT_OUTPUT_TOKENS,
+    RecommendRequest,
+    Serving,
+    Task,
+)
 from engine.sizing import TransformerShape, estimate_dims_from_params, shape_from_architecture
 from engine.sizing.precision import KvCacheDtype
+from engine.sizing.shape import DEFAULT_VOCAB_SIZE
 from engine.sizing.training_memory import Optimizer
 
 ArchitectureSource = Literal["kb-model", "request", "estimated"]
@@ -52,6 +61,37 @@ class UnknownReference(InvalidRequest):
 
 
 @dataclass(frozen=True)
+class ServingNeeds:
+    """A request's serving block with its defaults filled in (`defaulted` names those used)."""
+
+    requests_per_min: float | None
+    """None: a single stream, no fleet to size"""
+    avg_input_tokens: int
+    avg_output_tokens: int
+    latency_p95_s: float | None
+    min_tokens_per_s_per_user: float | None
+    defaulted: tuple[str, ...]
+
+    @classmethod
+    def of(cls, serving: Serving) -> ServingNeeds:
+        defaulted = tuple(
+            name for name in ("avg_input_tokens", "avg_output_tokens") if getattr(serving, name) is None
+        )
+        return cls(
+            requests_per_min=serving.requests_per_min,
+            avg_input_tokens=(
+                DEFAULT_INPUT_TOKENS if serving.avg_input_tokens is None else serving.avg_input_tokens
+            ),
+            avg_output_tokens=(
+                DEFAULT_OUTPUT_TOKENS if serving.avg_output_tokens is None else serving.avg_output_tokens
+            ),
+            latency_p95_s=serving.latency_p95_s,
+            min_tokens_per_s_per_user=serving.min_tokens_per_s_per_user,
+            defaulted=defaulted,
+        )
+
+
+@dataclass(frozen=True)
 class Job:
     """The workload as the sizing math needs it."""
 
@@ -60,6 +100,8 @@ class Job:
     active_params: float
     shape: TransformerShape
     architecture_source: ArchitectureSource
+    filled: tuple[Filled, ...]
+    """the sizes a partial architecture in the request left out, as filled in"""
     model: str | None
     requested_precision: str | None
     kv_dtype: KvCacheDtype | None
@@ -75,7 +117,7 @@ class Job:
     deadline_hours: float | None
     """the wall-clock a training run may take: `job_hours` when a token count is known, else a default"""
     job_hours: float | None
-    serving: Serving | None
+    serving: ServingNeeds | None
     utilization: float | None
     """expected busy share of the horizon (0-1), when the request gives one"""
     horizon_hours: float
@@ -120,8 +162,13 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
             ("workload", "active_params_b"),
             f"active_params_b ({active_b:g}) cannot exceed the model's {params_b:g} B parameters",
         )
+    filled: tuple[Filled, ...] = ()
     if workload.architecture is not None:
-        shape, source = _request_shape(workload.architecture), "request"
+        try:
+            completed = complete(workload.architecture, params_b * 1e9, active_b * 1e9)
+        except Contradiction as exc:
+            raise InvalidRequest(("workload", "architecture"), str(exc)) from None
+        shape, source, filled = completed.shape, "request", completed.filled
     elif model is not None and model.architecture is not None:
         kind = "decoder" if model.kind in ("decoder", "cnn") else model.kind
         shape, source = shape_from_architecture(model.architecture.model_dump(), kind=kind), "kb-model"
@@ -140,6 +187,7 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         active_params=active_b * 1e9,
         shape=shape,
         architecture_source=source,  # type: ignore[arg-type]
+        filled=filled,
         model=workload.model,
         requested_precision=workload.precision,
         kv_dtype=workload.kv_cache_precision,
@@ -152,7 +200,7 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         tokens_source=tokens_source,
         deadline_hours=_deadline(workload.task, tokens, workload.job_hours, horizon_hours),
         job_hours=workload.job_hours,
-        serving=workload.serving,
+        serving=None if workload.serving is None else ServingNeeds.of(workload.serving),
         utilization=None if utilization is None else utilization / 100,
         horizon_hours=horizon_hours,
     )
@@ -194,21 +242,6 @@ def _named_gpus(request: RecommendRequest) -> list[tuple[tuple[str, ...], str]]:
     return named
 
 
-def _request_shape(dims: ArchitectureIn) -> TransformerShape:
-    """A request's architecture: the core sizes, with Llama-style gated MLP and RMSNorm."""
-    return TransformerShape(
-        n_layers=dims.n_layers,
-        hidden_size=dims.hidden_size,
-        n_heads=dims.n_heads,
-        n_kv_heads=dims.n_kv_heads,
-        head_dim=dims.head_dim,
-        intermediate_size=dims.intermediate_size,
-        vocab_size=dims.vocab_size,
-        mlp="gated",
-        norm="rmsnorm",
-    )
-
-
 def estimated_shape(n_params: float) -> TransformerShape:
     """A dense shape for a model known only by its size: :func:`estimate_dims_from_params`, rounded to
     whole 128-wide heads, a 4h dense MLP (so 12 L h^2 matches the count) and multi-head attention."""
@@ -222,7 +255,7 @@ def estimated_shape(n_params: float) -> TransformerShape:
         n_kv_heads=n_heads,
         head_dim=128,
         intermediate_size=4 * width,
-        vocab_size=ESTIMATED_VOCAB,
+        vocab_size=DEFAULT_VOCAB_SIZE,
         mlp="dense",
         norm="layernorm",
     )

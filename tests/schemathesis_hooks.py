@@ -2,13 +2,16 @@
 
     SCHEMATHESIS_HOOKS=tests.schemathesis_hooks schemathesis run URL/openapi.json --checks all ...
 
-Three request rules relate two values, which no JSON Schema can state: a MoE's active parameters
-cannot exceed its total (the request's, or its KB model's), n_heads is a multiple of n_kv_heads
-(grouped-query attention shares each key/value head among n_heads / n_kv_heads query heads), and
-gpu_count cannot exceed max_gpus. A body that breaks one is rightly a 422 naming the field
+Five request rules relate values, which no JSON Schema can state: a MoE's active parameters
+cannot exceed its total (the request's, or its KB model's); n_heads is a multiple of n_kv_heads
+(grouped-query attention shares each key/value head among n_heads / n_kv_heads query heads);
+without head_dim, hidden_size is a multiple of n_heads (head_dim = hidden_size / n_heads); the
+parameters an architecture's given sizes imply at the least are at most twice the model's count;
+and gpu_count cannot exceed max_gpus. A body that breaks one is rightly a 422 naming the field
 (tests/test_api.py asks each), but the OpenAPI document calls it valid, so the
 positive_data_acceptance check (ST202) would count that 422 as a failure. Each positive case is
-therefore brought within these rules before it is sent, changing one number: the generator is
+therefore brought within these rules before it is sent, changing one number (or, for an
+architecture too large for any allowed params_b, leaving the architecture out): the generator is
 told the rules rather than the check being dropped. Negative cases are left as generated.
 """
 
@@ -18,8 +21,14 @@ import copy
 from typing import Any
 
 import schemathesis
+from pydantic import ValidationError
 
+from engine.architecture import MAX_PARAMS_RATIO, least_params
+from engine.models.request import ArchitectureIn
 from engine.recommend import default_advisor
+
+MAX_PARAMS_B = 100_000
+"""The request's largest params_b."""
 
 
 @schemathesis.hook
@@ -35,19 +44,43 @@ def within_relational_rules(body: dict[str, Any]) -> dict[str, Any]:
     body = copy.deepcopy(body)
     workload, constraints = body.get("workload"), body.get("constraints")
     if isinstance(workload, dict):
+        architecture = workload.get("architecture")
+        if isinstance(architecture, dict):
+            _whole_heads(architecture)
+            _within_params(workload, architecture)
         total = _total_params_b(workload)
         if _number(workload.get("active_params_b")) and total is not None:
             workload["active_params_b"] = min(workload["active_params_b"], total)
-        architecture = workload.get("architecture")
-        if isinstance(architecture, dict):
-            heads, kv_heads = architecture.get("n_heads"), architecture.get("n_kv_heads")
-            if _number(heads) and _number(kv_heads) and kv_heads >= 1:
-                architecture["n_heads"] = kv_heads * max(1, heads // kv_heads)
     if isinstance(constraints, dict):
         count, cap = constraints.get("gpu_count"), constraints.get("max_gpus")
         if _number(count) and _number(cap):
             constraints["max_gpus"] = max(count, cap)
     return body
+
+
+def _whole_heads(architecture: dict[str, Any]) -> None:
+    heads, kv_heads = architecture.get("n_heads"), architecture.get("n_kv_heads")
+    if _number(heads) and _number(kv_heads) and kv_heads >= 1:
+        architecture["n_heads"] = heads = kv_heads * max(1, heads // kv_heads)
+    hidden = architecture.get("hidden_size")
+    if architecture.get("head_dim") is None and _number(heads) and _number(hidden) and heads >= 1:
+        architecture["hidden_size"] = heads * max(1, hidden // heads)
+
+
+def _within_params(workload: dict[str, Any], architecture: dict[str, Any]) -> None:
+    """params_b raised to half the least the architecture implies, or the architecture left out."""
+    try:
+        least_b = least_params(ArchitectureIn.model_validate(architecture)) / 1e9
+    except ValidationError:
+        return  # another field is out of range: the request is a 422 whatever params_b is
+    total = _total_params_b(workload)
+    if total is None or least_b <= MAX_PARAMS_RATIO * total:
+        return
+    needed = least_b / MAX_PARAMS_RATIO * (1 + 1e-9)
+    if needed <= MAX_PARAMS_B:
+        workload["params_b"] = needed
+    else:
+        del workload["architecture"]
 
 
 def _total_params_b(workload: dict[str, Any]) -> float | None:

@@ -201,6 +201,25 @@ BAD_INPUTS = [
                 "vocab_size": 32000,
             },
         ),
+        ["body", "workload", "architecture", "n_kv_heads"],
+    ),
+    (
+        "more key/value heads than heads",
+        _with("workload.architecture", {"n_heads": 8, "n_kv_heads": 16}),
+        ["body", "workload", "architecture", "n_kv_heads"],
+    ),
+    (
+        "heads that do not split the width, no head_dim",
+        _with("workload.architecture", {"hidden_size": 4100, "n_heads": 32}),
+        ["body", "workload", "architecture", "n_heads"],
+    ),
+    (
+        # 80 multi-head layers of width 8192 hold at least their q, k, v and o projections,
+        # 80 x 4 x 8192^2 = 21.5 B parameters: more than twice mistral-7b's 7.24 B
+        "an architecture far larger than the model",
+        _with(
+            "workload.architecture", {"n_layers": 80, "hidden_size": 8192, "n_heads": 64, "n_kv_heads": 64}
+        ),
         ["body", "workload", "architecture"],
     ),
     (

@@ -148,3 +148,28 @@ def test_switches_set_their_field_true_or_false() -> None:
     request = to_request({"workload": {"task": "inference", "params_b": 7}, **given})
     assert request.constraints.allow_quantization is False
     assert request.constraints.on_prem_only is True
+
+
+def test_a_request_file_with_part_of_an_architecture_and_only_a_speed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI has no architecture or serving flags: a request file carries them, partial as the API
+    takes them (Llama-3-8B's shape without its vocabulary; one user at 30 tokens/s)."""
+    request = tmp_path / "job.yaml"
+    request.write_text(
+        "workload:\n  task: inference\n  params_b: 8.03\n"
+        "  architecture: {n_layers: 32, hidden_size: 4096, n_heads: 32, n_kv_heads: 8}\n"
+        "  serving: {min_tokens_per_s_per_user: 30}\n"
+    )
+    code, out, _ = run([str(request), "--json"], capsys)
+    assert code == EXIT_OK
+    response = RecommendResponse.model_validate_json(out)
+    assert response.assumptions["architecture.vocab_size"] == "32000 (Llama 2's vocabulary, assumed)"
+    assert all(r.throughput.tokens_per_s >= 30 for r in response.recommendations)
+
+
+def test_help_still_lists_the_optimizers(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["recommend", "--help"])
+    assert exited.value.code == 0
+    assert "sgd_momentum" in capsys.readouterr().out

@@ -126,3 +126,56 @@ def test_three_gpus_can_form_one_pipeline() -> None:
     assert fit is not None and fit.count == 3
     assert fit.fits is True
     assert 141 / 3 < fit.per_gpu_gb < 72  # a third of the weights plus cache and overhead, under 90%
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "optimizer_gb", "per_param"), [("adamw", 12, 16), ("sgd_momentum", 8, 12), ("sgd", 4, 8)]
+)
+def test_sgd_with_momentum_keeps_one_buffer_per_parameter(
+    optimizer: str, optimizer_gb: float, per_param: float
+) -> None:
+    """torch.optim.SGD with momentum keeps one `momentum_buffer` per parameter (PyTorch docs, SGD
+    algorithm: b_t = mu b_(t-1) + g_t), in fp32 under mixed precision: 4 bytes/param; plain SGD none.
+    Transformer Math 101 (EleutherAI, Optimizer States) counts the fp32 master copy with it: 12 bytes
+    for AdamW, 8 for SGD with momentum, which is `optimizer_gb` per billion parameters here; with bf16
+    weights and gradients (2 + 2) a parameter needs 12 bytes."""
+    body = {"task": "full_finetune", "params_b": 1, "precision": "bf16", "optimizer": optimizer}
+    answer = advisor().recommend(request({"workload": body}))
+    assert answer.requirements.memory.optimizer_gb == optimizer_gb
+    assert answer.assumptions["training_bytes_per_param"] == per_param
+
+
+def test_one_user_who_needs_a_speed_gets_options_that_reach_it() -> None:
+    """`serving` with only a per-user speed: one stream, no fleet demand, every option at least that
+    fast, and the slower ones rejected by the rule that says so."""
+    body = {"task": "inference", "model": "llama-3-1-8b", "serving": {"min_tokens_per_s_per_user": 30}}
+    answer = advisor().recommend(request({"workload": body, "top_k": 20}))
+    assert answer.feasible and answer.requirements.required_tokens_per_s is None
+    assert all(r.throughput.tokens_per_s >= 30 for r in answer.recommendations)
+    # a slower GPU may still reach the speed in a lower precision, so the rule shows in the trace
+    # rather than always among the rejections
+    assert any(step.rule == "each-user-gets-the-speed-asked" for step in answer.trace)
+    assert answer.assumptions["serving.requests_per_min"].startswith("absent: a single stream")
+
+
+def test_a_faster_target_rules_out_what_a_slower_one_allows() -> None:
+    def speeds(target: float) -> list[float]:
+        body = {
+            "task": "inference",
+            "model": "llama-3-1-8b",
+            "serving": {"min_tokens_per_s_per_user": target},
+        }
+        ask = {"workload": body, "constraints": {"allow_quantization": False}, "top_k": 20}
+        return [r.throughput.tokens_per_s for r in advisor().recommend(request(ask)).recommendations]
+
+    slow, fast = speeds(20), speeds(60)
+    assert min(slow) >= 20 and min(fast) >= 60
+    assert any(speed < 60 for speed in slow)  # allowed at 20 tokens/s, ruled out at 60
+
+
+def test_traffic_without_token_counts_uses_the_stated_default() -> None:
+    """1000 requests/min x 256 default output tokens / 60 x 1.2 headroom = 5,120 tokens/s."""
+    body = {"task": "inference", "model": "llama-3-1-8b", "serving": {"requests_per_min": 1000}}
+    answer = advisor().recommend(request({"workload": body}))
+    assert answer.requirements.required_tokens_per_s == pytest.approx(1000 / 60 * 256 * 1.2)
+    assert answer.assumptions["serving.avg_output_tokens"] == 256

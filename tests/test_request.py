@@ -110,6 +110,18 @@ BASE = {"workload": {"task": "inference", "params_b": 7}}
             {**BASE, "constraints": {"utilization_pct": 5, "hours_per_week": 5}},
             ("constraints", "hours_per_week"),
         ),
+        (
+            {"workload": {**BASE["workload"], "architecture": {"n_heads": 32, "n_kv_heads": 5}}},
+            ("workload", "architecture", "n_kv_heads"),
+        ),
+        (
+            {"workload": {**BASE["workload"], "architecture": {"hidden_size": 4000, "n_heads": 48}}},
+            ("workload", "architecture", "n_heads"),
+        ),
+        (
+            {"workload": {**BASE["workload"], "serving": {"min_tokens_per_s_per_user": 0}}},
+            ("workload", "serving", "min_tokens_per_s_per_user"),
+        ),
     ],
 )
 def test_values_are_not_coerced_and_relations_name_the_later_field(
@@ -157,3 +169,35 @@ def test_request_facts() -> None:
     assert facts["request.objective"] == "balanced"
     assert "workload.active_params_b" not in facts  # null: the user did not say
     assert all(FACT_NAME.match(name) for name in facts)
+
+
+@pytest.mark.parametrize(
+    "architecture",
+    [
+        {},
+        {"n_layers": 32},
+        {"n_layers": 32, "hidden_size": 4096, "n_heads": 32, "n_kv_heads": 8},  # no vocab_size
+        {"n_heads": 32, "head_dim": 128},
+        {"hidden_size": 3072, "n_heads": 16, "head_dim": 256},  # Gemma: head_dim != hidden / heads
+        {"hidden_size": 4000, "n_heads": 48, "head_dim": 83},  # given head_dim: no divisibility rule
+    ],
+)
+def test_any_part_of_an_architecture_is_a_request(architecture: dict[str, int]) -> None:
+    request = RecommendRequest.model_validate(
+        {"workload": {**BASE["workload"], "architecture": architecture}}
+    )
+    assert request.workload.architecture is not None
+
+
+def test_serving_with_only_a_per_user_speed() -> None:
+    """One user who must get at least 30 tokens/s: no traffic, so no fact for a traffic rule."""
+    body = {"workload": {"task": "inference", "params_b": 8, "serving": {"min_tokens_per_s_per_user": 30}}}
+    facts = request_facts(RecommendRequest.model_validate(body))
+    assert facts["workload.serving.min_tokens_per_s_per_user"] == 30
+    assert "workload.serving.requests_per_min" not in facts
+    assert "workload.serving.avg_output_tokens" not in facts  # a default is not something the user said
+
+
+def test_sgd_with_momentum_is_an_optimizer() -> None:
+    body = {"workload": {"task": "full_finetune", "params_b": 1, "optimizer": "sgd_momentum"}}
+    assert RecommendRequest.model_validate(body).workload.optimizer == "sgd_momentum"

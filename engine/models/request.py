@@ -12,12 +12,10 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.config import JsonDict
 
-from engine.models.kb import TransformerDims
-
 Task = Literal["inference", "pretrain", "full_finetune", "lora", "qlora"]
 WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 KvPrecision = Literal["fp16", "bf16", "fp8", "int8"]
-Optimizer = Literal["adamw", "adam", "adamw_8bit", "sgd", "adafactor"]
+Optimizer = Literal["adamw", "adam", "adamw_8bit", "sgd", "sgd_momentum", "adafactor"]
 Os = Literal["linux", "windows", "macos"]
 RequestVendor = Literal["nvidia", "amd", "intel", "apple"]
 Parallelism = Literal[
@@ -83,30 +81,103 @@ class RequestModel(BaseModel):
         return _integral_floats_as_ints(cls, data)
 
 
-class ArchitectureIn(TransformerDims):
-    """Enables exact activation and KV-cache math when the model is not in the catalog."""
+# Defaults for a serving request that leaves its traffic's shape open: a chat turn, a question
+# with a system prompt in and a few paragraphs out (about 190 words at OpenAI's rule of thumb of
+# 3/4 of a word per token). The contract's example (500 in, 200 out) and seed 002's worked serving
+# example (200-token answers) lie just below; rounding up errs towards more load, not less.
+DEFAULT_INPUT_TOKENS = 512
+DEFAULT_OUTPUT_TOKENS = 256
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    @model_validator(mode="before")
+class ArchitectureIn(RequestModel):
+    """Layer sizes (config.json names) for activation and KV-cache math when the model is not in
+    the catalog. Every field is optional: what is absent is derived or estimated from the others
+    and the parameter count, and each filled field is listed in the response's `assumptions`.
+    Cross-field rules (a 422 names the field): n_heads must be a multiple of n_kv_heads (so
+    n_kv_heads <= n_heads); without head_dim, hidden_size must be a multiple of n_heads; the
+    parameters the given sizes imply at the least may not exceed twice the model's parameter count."""
+
+    n_layers: Annotated[int, Field(ge=1, le=1000)] | None = Field(
+        None, description="transformer layers (num_hidden_layers); absent: estimated from params_b"
+    )
+    hidden_size: Annotated[int, Field(ge=1, le=1_000_000)] | None = Field(
+        None,
+        description="model width (hidden_size); absent: n_heads x head_dim when both are given, "
+        "else estimated from params_b",
+    )
+    head_dim: Annotated[int, Field(ge=1, le=10_000)] | None = Field(
+        None,
+        description="width of one attention head (may differ from hidden_size / n_heads, as in Gemma); "
+        "absent: hidden_size / n_heads, which must then be a whole number",
+    )
+    n_heads: Annotated[int, Field(ge=1, le=10_000)] | None = Field(
+        None,
+        description="attention heads (num_attention_heads); without head_dim, hidden_size must be a "
+        "multiple of it; absent: hidden_size / head_dim (head_dim 128 when absent too), rounded to a "
+        "multiple of n_kv_heads",
+    )
+    n_kv_heads: Annotated[int, Field(ge=1, le=10_000)] | None = Field(
+        None,
+        description="key/value heads (num_key_value_heads), fewer than n_heads with grouped-query "
+        "attention; n_heads must be a multiple of it; absent: n_heads (multi-head attention, which "
+        "overstates a grouped-query model's KV cache)",
+    )
+    intermediate_size: Annotated[int, Field(ge=1, le=10_000_000)] | None = Field(
+        None, description="MLP inner width (intermediate_size); absent: solved from params_b"
+    )
+    vocab_size: Annotated[int, Field(ge=1, le=10_000_000)] | None = Field(
+        None,
+        description="vocabulary size, tokens; absent: solved from params_b when intermediate_size "
+        "is given, else 32,000",
+    )
+
+    # Checks between two fields sit on the later one, so a 422 names that field.
+    @field_validator("n_heads")
     @classmethod
-    def _integral(cls, data: Any) -> Any:
-        return _integral_floats_as_ints(cls, data)
+    def _whole_heads(cls, value: int | None, info: ValidationInfo) -> int | None:
+        hidden, head_dim = info.data.get("hidden_size"), info.data.get("head_dim")
+        if value is not None and head_dim is None and hidden is not None and hidden % value:
+            raise ValueError(
+                f"hidden_size ({hidden}) is not a multiple of n_heads ({value}): give head_dim "
+                "when heads are not hidden_size / n_heads wide"
+            )
+        return value
+
+    @field_validator("n_kv_heads")
+    @classmethod
+    def _grouped_query_attention(cls, value: int | None, info: ValidationInfo) -> int | None:
+        heads = info.data.get("n_heads")
+        if value is not None and heads is not None and heads % value:
+            raise ValueError(f"n_heads ({heads}) must be a multiple of n_kv_heads ({value})")
+        return value
 
 
 class Serving(RequestModel):
-    """Traffic an inference service must handle; sizes the serving fleet."""
+    """Traffic an inference service must handle; sizes the serving fleet. Every field is optional:
+    `{"min_tokens_per_s_per_user": 30}` alone means one user who must get 30 tokens/s."""
 
-    requests_per_min: Annotated[float, _positive(1e9, "peak requests per minute")]
-    avg_input_tokens: Annotated[int, Field(ge=0, le=10_000_000, description="mean prompt tokens per request")]
-    avg_output_tokens: Annotated[
-        int, Field(ge=1, le=10_000_000, description="mean generated tokens per request")
-    ]
+    requests_per_min: Annotated[float, _positive(1e9, "peak requests per minute")] | None = Field(
+        None,
+        description="peak requests per minute; sizes the fleet; absent: a single stream (one user), "
+        "no fleet sizing",
+    )
+    avg_input_tokens: Annotated[int, Field(ge=0, le=10_000_000)] | None = Field(
+        None, description=f"mean prompt tokens per request; absent: {DEFAULT_INPUT_TOKENS}"
+    )
+    avg_output_tokens: Annotated[int, Field(ge=1, le=10_000_000)] | None = Field(
+        None,
+        description=f"mean generated tokens per request (with requests_per_min, the token rate the "
+        f"fleet must serve); absent: {DEFAULT_OUTPUT_TOKENS}",
+    )
     latency_p95_s: Annotated[float, _positive(86_400, "95th-percentile latency target, seconds")] | None = (
         Field(None, description="95th-percentile latency target, seconds")
     )
     min_tokens_per_s_per_user: Annotated[float, _positive(1e6, "decode speed each user needs")] | None = (
-        Field(None, description="decode speed each user needs, tokens per second")
+        Field(
+            None,
+            description="decode speed each user (each sequence in flight) needs, tokens per second; "
+            "options slower than this are rejected",
+        )
     )
 
 
@@ -137,7 +208,9 @@ class Workload(RequestModel):
         None, description="MoE: parameters used per token, billions"
     )
     architecture: ArchitectureIn | None = Field(
-        None, description="layer sizes for exact activation and KV-cache math when the model is not in the KB"
+        None,
+        description="layer sizes for activation and KV-cache math when the model is not in the KB; "
+        "any subset: the rest is derived or estimated and listed in `assumptions`",
     )
     precision: WeightPrecision | None = Field(
         None, description="for training tasks fp16/bf16 mean mixed precision; absent: the engine chooses"
@@ -145,7 +218,12 @@ class Workload(RequestModel):
     kv_cache_precision: KvPrecision | None = Field(
         None, description="KV-cache format (inference); absent: 16-bit, or fp32 with fp32 weights"
     )
-    optimizer: Optimizer = Field("adamw", description="training only: the optimizer whose states are sized")
+    optimizer: Optimizer = Field(
+        "adamw",
+        description="training only: the optimizer whose states are sized; state bytes per parameter "
+        "beside the fp32 master copy: adamw/adam 8, adamw_8bit 2, sgd_momentum 4 (one momentum buffer), "
+        "sgd 0, adafactor up to 4",
+    )
     batch_size: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
         1, description="sequences in flight per step (inference: concurrent sequences)"
     )

@@ -43,7 +43,9 @@ class Requirements(ResponseModel):
     method: str = Field(description="the requested task: inference | pretrain | full_finetune | lora | qlora")
     memory: JobMemory = Field(description="the whole job's memory before sharding, GB")
     bound: Bound = Field(description="what limits speed: memory_bandwidth | compute | interconnect")
-    required_tokens_per_s: float | None = Field(None, description="serving demand, when `serving` was given")
+    required_tokens_per_s: float | None = Field(
+        None, description="serving demand, when `serving` gives requests_per_min"
+    )
     architecture_source: Literal["kb-model", "request", "estimated"] = Field(
         description="where the layer sizes behind activations and KV cache came from"
     )

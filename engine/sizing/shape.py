@@ -8,26 +8,38 @@ BERT's token types and pooler, MoE routing, and which layers use a sliding atten
 :func:`shape_from_architecture` builds one from a plain mapping of KB architecture fields (e.g. a
 ``yaml.safe_load``-ed ``kb/models/*.yaml`` ``architecture`` block or ``Architecture.model_dump()``), filling
 the optional details (output-projection bias, norms per layer, windowed layers) from the KB fields.
-No pydantic, no I/O.
+The estimates at the end (:func:`dense_param_count` and the functions that solve it for one unknown)
+complete a shape that is known only in part, from the parameter count. No pydantic, no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from math import sqrt
 from typing import Literal, cast, get_args
 
 from engine.sizing._checks import (
     check_choice,
+    check_non_negative,
     check_non_negative_int,
+    check_positive,
     check_positive_int,
 )
 
 __all__ = [
+    "DEFAULT_VOCAB_SIZE",
+    "GATED_MLP_RATIO",
     "MlpKind",
     "NormKind",
     "TransformerShape",
+    "dense_param_count",
+    "layers_for_width",
+    "least_param_count",
     "shape_from_architecture",
+    "solve_intermediate_size",
+    "solve_vocab_size",
+    "width_for_layers",
 ]
 
 MlpKind = Literal["gated", "dense"]
@@ -206,4 +218,154 @@ def shape_from_architecture(arch: Mapping[str, object], *, kind: str = "decoder"
         experts_per_token=experts_per_token,
         sliding_window=window,
         sliding_window_layers=window_layers,
+    )
+
+
+DEFAULT_VOCAB_SIZE = 32_000
+"""Vocabulary assumed when neither it nor the MLP width is known: Llama 2's 32,000 tokens (Touvron et al.
+2023, arXiv 2307.09288, Sec. 2.1). Newer models use more (Mistral 32,768, Llama 3 128,256), so the
+logits' memory may be understated; the MLP solved for from the parameter count takes up the rest."""
+
+GATED_MLP_RATIO = 8.0 / 3.0
+"""intermediate_size / hidden_size of a gated MLP with the parameters of a 4h dense one: SwiGLU's
+``2/3 * 4d`` (Shazeer 2020, arXiv 2002.05202, Sec. 2; Llama, Touvron et al. 2023, arXiv 2302.13971,
+Sec. 2). Used when the parameter count leaves no room to solve for the MLP width."""
+
+_MLP_MATRICES = {"gated": 3, "dense": 2}
+
+
+def dense_param_count(
+    *,
+    n_layers: float,
+    hidden_size: float,
+    q_dim: float,
+    kv_dim: float,
+    intermediate_size: float,
+    vocab_size: float,
+    mlp: MlpKind = "gated",
+    embedding_matrices: int = 2,
+) -> float:
+    """Parameters of a dense decoder from its sizes, biases and norms left out (count).
+
+    Formula: ``P ~= L * (2*h*q + 2*h*kv + m*h*i) + e*V*h``: per layer the q and o projections
+    (``h x q`` each, ``q = n_heads * head_dim``), k and v (``h x kv`` each, ``kv = n_kv_heads * head_dim``)
+    and ``m`` MLP matrices of ``h x i`` (3 gated, 2 dense); ``e`` embedding matrices of ``V x h`` (2: input
+    and untied output head; 1 when tied). With ``q = kv = h`` and ``i = 4h`` it is Kaplan et al. 2020
+    (arXiv 2001.08361, Sec. 2.1, Table 1) ``12*L*h^2`` plus the embeddings, as in Narayanan et al. 2021
+    (arXiv 2104.04473, Sec. 5.1) and Transformer Math 101 (EleutherAI). Norms and biases are under 0.1%
+    of a 7B model. Llama-3-8B (L 32, h 4096, q 4096, kv 1024, i 14336, V 128256) gives 8.03e9.
+    """
+    m = _MLP_MATRICES[check_choice("mlp", mlp, tuple(_MLP_MATRICES))]
+    layer = 2.0 * hidden_size * q_dim + 2.0 * hidden_size * kv_dim + m * hidden_size * intermediate_size
+    return n_layers * layer + embedding_matrices * vocab_size * hidden_size
+
+
+def solve_intermediate_size(
+    n_params: float,
+    *,
+    n_layers: int,
+    hidden_size: int,
+    q_dim: int,
+    kv_dim: int,
+    vocab_size: int,
+    mlp: MlpKind = "gated",
+) -> int | None:
+    """The MLP width that makes :func:`dense_param_count` equal ``n_params`` (count), rounded; ``None``
+    when the other sizes already account for ``n_params`` or more (nothing is left for the MLP).
+
+    Formula: ``i = (P - L*(2*h*q + 2*h*kv) - 2*V*h) / (m*L*h)``, untied embeddings. Llama-3-8B's sizes
+    without ``i`` give 14,336 back from its 8.03e9 parameters.
+    """
+    p = check_positive("n_params", n_params)
+    rest = p - dense_param_count(
+        n_layers=check_positive_int("n_layers", n_layers),
+        hidden_size=check_positive_int("hidden_size", hidden_size),
+        q_dim=check_positive_int("q_dim", q_dim),
+        kv_dim=check_positive_int("kv_dim", kv_dim),
+        intermediate_size=0,
+        vocab_size=check_positive_int("vocab_size", vocab_size),
+        mlp=mlp,
+    )
+    width = round(rest / (_MLP_MATRICES[mlp] * n_layers * hidden_size))
+    return width if width >= 1 else None
+
+
+def solve_vocab_size(
+    n_params: float,
+    *,
+    n_layers: int,
+    hidden_size: int,
+    q_dim: int,
+    kv_dim: int,
+    intermediate_size: int,
+    mlp: MlpKind = "gated",
+) -> int | None:
+    """The vocabulary that makes :func:`dense_param_count` equal ``n_params`` (tokens), rounded; ``None``
+    when the layers already account for ``n_params`` or more.
+
+    Formula: ``V = (P - L*(2*h*q + 2*h*kv + m*h*i)) / (2*h)``, untied embeddings (a tied model's
+    vocabulary comes out twice as large). Llama-3-8B's sizes without ``V`` give 128,257 from 8.03e9
+    (it has 128,256).
+    """
+    p = check_positive("n_params", n_params)
+    layers = dense_param_count(
+        n_layers=check_positive_int("n_layers", n_layers),
+        hidden_size=check_positive_int("hidden_size", hidden_size),
+        q_dim=check_positive_int("q_dim", q_dim),
+        kv_dim=check_positive_int("kv_dim", kv_dim),
+        intermediate_size=check_positive_int("intermediate_size", intermediate_size),
+        vocab_size=0,
+        mlp=mlp,
+    )
+    vocab = round((p - layers) / (2 * hidden_size))
+    return vocab if vocab >= 1 else None
+
+
+def layers_for_width(n_params: float, hidden_size: int) -> int:
+    """Layers of a transformer of this width and size (count, at least 1).
+
+    Formula: ``L = P / (12 * h^2)``, from ``P ~= 12 * L * h^2`` (Kaplan et al. 2020, Sec. 2.1), rounded.
+    Llama-2-7B (6.74e9, h 4096) gives 33 (it has 32: its embeddings are the other 4%).
+    """
+    h = check_positive_int("hidden_size", hidden_size)
+    return max(1, round(check_positive("n_params", n_params) / (12.0 * h * h)))
+
+
+def width_for_layers(n_params: float, n_layers: int, *, multiple: int = 128) -> int:
+    """Width of a transformer of this depth and size, a whole multiple of ``multiple`` (at least one).
+
+    Formula: ``h = sqrt(P / (12 * L))``, from ``P ~= 12 * L * h^2`` (Kaplan et al. 2020, Sec. 2.1), rounded
+    to ``multiple`` (128: the head width of GPT-3 and Llama). Llama-2-7B (6.74e9, L 32) gives 4224 (it has
+    4096: its embeddings are the other 4%).
+    """
+    p = check_positive("n_params", n_params)
+    width = sqrt(p / (12.0 * check_positive_int("n_layers", n_layers)))
+    step = check_positive_int("multiple", multiple)
+    return step * max(1, round(width / step))
+
+
+def least_param_count(
+    *,
+    n_layers: int,
+    hidden_size: int,
+    q_dim: int,
+    kv_dim: int,
+    intermediate_size: int,
+    vocab_size: int,
+) -> float:
+    """The fewest parameters a decoder with these sizes can have (count): :func:`dense_param_count` with
+    a dense MLP and tied embeddings (``e = 1``), the smaller choice of each. Sizes not known are passed
+    at their least (1 for a layer, 0 for the MLP and vocabulary), so the bound holds whatever they are.
+    """
+    for name, value in (("intermediate_size", intermediate_size), ("vocab_size", vocab_size)):
+        check_non_negative(name, value)
+    return dense_param_count(
+        n_layers=check_positive_int("n_layers", n_layers),
+        hidden_size=check_positive_int("hidden_size", hidden_size),
+        q_dim=check_positive_int("q_dim", q_dim),
+        kv_dim=check_positive_int("kv_dim", kv_dim),
+        intermediate_size=intermediate_size,
+        vocab_size=vocab_size,
+        mlp="dense",
+        embedding_matrices=1,
     )
