@@ -105,6 +105,7 @@ class KBGraph:
     def __init__(self, kb: KB) -> None:
         self.kb = kb
         self.graph = build_graph(kb)
+        self._hosts: dict[str, list[Host]] = {}
 
     def _targets(self, source: str, relation: str) -> list[str]:
         if source not in self.graph:
@@ -132,9 +133,12 @@ class KBGraph:
         return link
 
     def hosts_for(self, gpu_id: str) -> list[Host]:
-        """Hosts a GPU goes into, by id."""
-        hosts = [self._entity(k) for k in self._targets(node_key("gpu", gpu_id), "fits_in")]
-        return [host for host in hosts if isinstance(host, Host)]
+        """Hosts a GPU goes into, by id (worked out once per GPU: options ask for every count)."""
+        found = self._hosts.get(gpu_id)
+        if found is None:
+            hosts = [self._entity(k) for k in self._targets(node_key("gpu", gpu_id), "fits_in")]
+            found = self._hosts[gpu_id] = [host for host in hosts if isinstance(host, Host)]
+        return list(found)
 
     def platforms_of(self, gpu_id: str) -> list[str]:
         """Software stacks (cuda, rocm, mps, ...) a GPU runs on."""

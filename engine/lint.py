@@ -169,7 +169,7 @@ def _gpu_findings(kb: KB, gpu: Gpu) -> Iterator[Finding]:
 
 
 _HOSTED = ("card", "server")
-"""GPUs bought on their own need a host to go into; a `machine` is priced whole, `cloud-only` is not bought."""
+"""GPUs bought on their own need a host; a `machine` is priced whole, a `cloud-only` one is not bought."""
 
 
 def _host_findings(kb: KB, host: Host) -> Iterator[Finding]:

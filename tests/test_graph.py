@@ -23,7 +23,17 @@ def test_every_entity_is_a_typed_node(kb: KB, graph: KBGraph) -> None:
     )
     assert graph.graph.number_of_nodes() == expected
     types = {data["type"] for _, data in graph.graph.nodes(data=True)}
-    assert types == {"gpu", "host", "interconnect", "precision", "platform", "os", "provider", "offer", "model"}
+    assert types == {
+        "gpu",
+        "host",
+        "interconnect",
+        "precision",
+        "platform",
+        "os",
+        "provider",
+        "offer",
+        "model",
+    }
 
 
 def test_edges_follow_the_schema(graph: KBGraph) -> None:
