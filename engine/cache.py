@@ -46,11 +46,11 @@ from pydantic import BaseModel, ValidationError
 from engine.kb import KB
 from engine.knowledge.snapshot import Tree
 from engine.models import kb as kb_models
-from engine.models.kb import Gpu, Interconnect, Model, Offer, Platform, Precision, Provider, Stack
+from engine.models.kb import Gpu, Host, Interconnect, Model, Offer, Platform, Precision, Provider, Stack
 from engine.models.rule import Rule
 
 CACHE_ENV = "GPU_ADVISOR_CACHE"
-FORMAT = "2"
+FORMAT = "3"
 """Bumped when what is stored changes shape."""
 MAGIC = f"gpu-advisor-cache {FORMAT}\n".encode()
 SECRET_FILE = "secret"
@@ -84,6 +84,7 @@ class CachedKB(BaseModel):
     kb_version: str
     categories: dict[str, str]
     gpus: list[Gpu]
+    hosts: list[Host]
     interconnects: list[Interconnect]
     precisions: list[Precision]
     stacks: list[Stack]

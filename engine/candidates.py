@@ -3,6 +3,10 @@
 An option is hardware and a way to get it: bought (new or used, at the KB's latest price), rented
 (each priced offer, on demand and, where the rules allow, spot; 8-GPU offers also as 2, 4 and 8 nodes),
 or already owned. What runs on it (method, precision, layout) is chosen later by the planner.
+
+A bought GPU needs a host (kb/hosts/): a bought option is the GPUs plus one host per node, and costs
+both (see `placement`). GPUs sold as whole machines (Apple) need none; owned hardware costs nothing
+to buy, though its host's power is still paid.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from functools import cached_property
 from types import MappingProxyType
 
 from engine.graph import KBGraph
-from engine.models.kb import Gpu, Interconnect, Offer, Price
+from engine.models.kb import Gpu, Host, HostPrice, Interconnect, Offer, Price
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
 from engine.performance import Links
@@ -50,12 +54,23 @@ class Option:
     os_path: str = "linux"
     links: Links = field(default_factory=lambda: Links(1.0, 1.0, 1.0))
     attrs: Mapping[str, Scalar] = field(default_factory=lambda: MappingProxyType({}))
+    host: Host | None = None
+    """the system each node's GPUs go into (None: a whole machine, rented, or owned without a known host)"""
+    host_unit_usd: float = 0.0
+    """the price of one host, GPUs excluded (see `host_cost`)"""
 
     @property
     def capex_usd(self) -> float:
-        return (
-            self.unit_price.price_usd * self.count if self.unit_price and self.acquisition == "buy" else 0.0
-        )
+        """GPUs x their unit price + hosts x their price, when bought; 0 when rented or owned."""
+        if self.acquisition != "buy":
+            return 0.0
+        gpus = self.unit_price.price_usd * self.count if self.unit_price else 0.0
+        return gpus + self.host_capex_usd
+
+    @property
+    def host_capex_usd(self) -> float:
+        """What the hosts add to the capex: one per node, when bought."""
+        return self.host_unit_usd * self.nodes if self.acquisition == "buy" and self.host else 0.0
 
     @property
     def gpus_per_node(self) -> int:
@@ -134,7 +149,8 @@ def options(graph: KBGraph, ctx: Context, gpu_count: int | None = None) -> Itera
 def _owned(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:
     have = dict(ctx.owned).get(gpu.id, 0)
     for count in sorted({c for c in (*CARD_COUNTS, *named) if c <= have} | ({have} if have else set())):
-        yield _local(graph, ctx, gpu, count, "owned", "owned", None)
+        placed = placement(graph.hosts_for(gpu.id), count, "new") if gpu.sold_as != "machine" else None
+        yield _local(graph, ctx, gpu, count, "owned", "owned", None, placed)
 
 
 def _bought(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:
@@ -146,9 +162,51 @@ def _bought(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator
         counts = set(SERVER_COUNTS)
     else:
         counts = set(CARD_COUNTS)
+    hosts = graph.hosts_for(gpu.id)
     for kind, price in latest_prices(gpu.prices).items():
         for count in sorted(counts | named):
-            yield _local(graph, ctx, gpu, count, "buy", kind, price)
+            if gpu.sold_as == "machine":
+                yield _local(graph, ctx, gpu, count, "buy", kind, price, None)
+            elif (placed := placement(hosts, count, kind)) is not None:
+                yield _local(graph, ctx, gpu, count, "buy", kind, price, placed)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where `count` GPUs go: `nodes` hosts of one model, each bought at `price`."""
+
+    host: Host
+    nodes: int
+    price: HostPrice
+
+
+def placement(hosts: list[Host], count: int, kind: str) -> Placement | None:
+    """The hosts `count` GPUs go into, or None when no host takes them in equal whole nodes.
+
+    Fewest nodes first (GPUs in one node talk over their fast link), then the smallest host that
+    fits (1-2 cards: a workstation; 3-4: a 4-GPU host; 5-8: an 8-GPU server), then the cheapest. A
+    baseboard host (`whole_board`) holds exactly its slots per node: HGX H100 4 or 8, an OAM UBB 8,
+    so 4 x MI300X has no placement. Its price is `host_cost`."""
+    best: tuple[tuple[int, int, float, str], Placement] | None = None
+    for host in hosts:
+        nodes = -(-count // host.gpu_slots)
+        per_node, rest = divmod(count, nodes)
+        if rest or (host.whole_board and per_node != host.gpu_slots):
+            continue
+        price = host_cost(host, kind)
+        key = (nodes, host.gpu_slots, price.midpoint_usd, host.id)
+        if best is None or key < best[0]:
+            best = key, Placement(host, nodes, price)
+    return best[1] if best else None
+
+
+def host_cost(host: Host, kind: str) -> HostPrice:
+    """The host price a `kind` (new | used) GPU is bought with: the latest price of the same kind
+    (used with used, anything else with new), else the latest. Capex counts its midpoint: host
+    prices are ranges (list prices are rarely published), and the middle is the least biased point."""
+    latest = sorted(host.prices, key=lambda p: (p.as_of, p.midpoint_usd))
+    same = [p for p in latest if (p.kind == "used") == (kind == "used")]
+    return (same or latest)[-1]
 
 
 def latest_prices(prices: list[Price]) -> dict[str, Price]:
@@ -160,10 +218,20 @@ def latest_prices(prices: list[Price]) -> dict[str, Price]:
 
 
 def _local(
-    graph: KBGraph, ctx: Context, gpu: Gpu, count: int, acquisition: str, kind: str, price: Price | None
+    graph: KBGraph,
+    ctx: Context,
+    gpu: Gpu,
+    count: int,
+    acquisition: str,
+    kind: str,
+    price: Price | None,
+    placed: Placement | None,
 ) -> Option:
-    per_node = gpu.link_domain_gpus if gpu.sold_as == "server" else count
-    nodes = max(1, count // max(1, min(per_node, 8))) if count > 8 else 1
+    if placed is not None:
+        nodes = placed.nodes
+    else:
+        per_node = gpu.link_domain_gpus if gpu.sold_as == "server" else count
+        nodes = max(1, count // max(1, min(per_node, 8))) if count > 8 else 1
     routes = [r for r in graph.os_routes(gpu.id, ctx.os) if r.support in ("full", "limited")]
     platform = routes[0].platform if routes else gpu.platforms[0]
     os_path = "wsl2" if routes and routes[0].via == "wsl2" else ctx.os
@@ -180,6 +248,7 @@ def _local(
         platform=platform,
         os_path=os_path,
         usable=bool(routes),
+        placed=placed,
     )
 
 
@@ -232,6 +301,7 @@ def _option(
     price: Price | None = None,
     offer: Offer | None = None,
     hourly: float = 0.0,
+    placed: Placement | None = None,
 ) -> Option:
     kb = graph.kb
     link = kb.interconnects[offer.interconnect] if offer else graph.gpu_link(gpu.id)
@@ -290,4 +360,6 @@ def _option(
         os_path=os_path,
         links=links,
         attrs=MappingProxyType(attrs),
+        host=placed.host if placed else None,
+        host_unit_usd=placed.price.midpoint_usd if placed else 0.0,
     )

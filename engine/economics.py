@@ -2,7 +2,8 @@
 
 Busy hours are the hours the hardware works over the horizon: `horizon x utilization` when the request
 gives a utilization, else one run's hours when the job's length is known, else the horizon at the
-default utilization. Renting pays only for busy hours; owning pays the capex once and power while busy.
+default utilization. Renting pays only for busy hours; owning pays the capex once and power while busy:
+the GPUs' TDP plus, per node, the host's own draw (`power_w` in kb/hosts/: CPUs, RAM, NICs, fans).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def costs(
     """
     gpus = option.count * copies
     capex = option.capex_usd * copies
-    watts = (option.gpu.tdp_w or 0) * gpus
+    watts = owned_watts(option) * copies
     power = power_cost_per_hour_usd(watts, usd_per_kwh=use.usd_per_kwh)
     hourly = option.hourly_rent_usd * copies if option.acquisition == "rent" else power
     horizon = capex + hourly * use.busy_hours
@@ -115,6 +116,13 @@ def costs(
         run_power_usd=run_power,
         run_hours=use.run_hours if use.run_hours is not None and use.busy_hours == use.run_hours else None,
     )
+
+
+def owned_watts(option: Option) -> float:
+    """What one copy of an owned or bought option draws while busy: each GPU's TDP and each node's
+    host without its GPUs. A rented option's power is in its rent."""
+    hosts = option.host.power_w * option.nodes if option.host is not None else 0
+    return (option.gpu.tdp_w or 0) * option.count + hosts
 
 
 def spend(option_costs: Costs, acquisition: str) -> float:

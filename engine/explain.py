@@ -73,6 +73,20 @@ def hardware(candidate: Candidate) -> str:
     return f"{count}{option.gpu.name}, {how}"
 
 
+def host_words(candidate: Candidate) -> str:
+    """The system a bought option's GPUs go into and its share of the capex ('' when none)."""
+    option = candidate.option
+    if option.host is None or option.acquisition != "buy" or option.capex_usd <= 0:
+        return ""
+    nodes = f"{option.nodes} x " if option.nodes > 1 else ""
+    each = " each" if option.nodes > 1 else ""
+    share = option.host_capex_usd / option.capex_usd
+    return (
+        f"Platform: {nodes}{option.host.name}, ~{money(option.host_unit_usd)}{each} without GPUs, "
+        f"{share:.0%} of the capex."
+    )
+
+
 def plan_words(candidate: Candidate) -> str:
     layout = candidate.spec.layout
     words = f"{TASK_WORDS.get(layout.method, layout.method)} in {layout.precision}"
@@ -126,6 +140,8 @@ def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
         f"Needs {memory.total / GB:.1f} GB of {vram:g} GB per GPU ({candidate.headroom_pct:.0f}% free);"
         f" {speed_words(candidate)}; {cost_words(candidate)}.",
     ]
+    if hosted := host_words(candidate):
+        parts.append(hosted)
     if memory.host > 0:  # ZeRO-Offload keeps optimizer states in CPU RAM (Ren et al. 2021)
         per_node = memory.host * candidate.option.gpus_per_node / GB
         parts.append(

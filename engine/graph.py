@@ -7,6 +7,7 @@ GPU-to-GPU link and as its host link, and a stack reach an OS both natively and 
 
     gpu ──links_via──► interconnect      gpu ──host_link──► interconnect
     gpu ──supports───► precision         gpu ──runs_on────► platform (software stack)
+    gpu ──fits_in────► host              (the hosts a bought GPU can go into)
     platform ──available_on──► os        (attrs: via native|wsl2, support full|limited|experimental)
     offer ──offers──► gpu    offer ──offered_by──► provider    offer ──links_via──► interconnect
 """
@@ -18,14 +19,15 @@ from typing import Any, Literal
 
 import networkx as nx
 
-from engine.kb import KB
-from engine.models.kb import Entity, Gpu, Interconnect, Offer
+from engine.kb import KB, host_takes
+from engine.models.kb import Entity, Gpu, Host, Interconnect, Offer
 
-NodeType = Literal["gpu", "interconnect", "precision", "platform", "os", "provider", "offer", "model"]
+NodeType = Literal["gpu", "host", "interconnect", "precision", "platform", "os", "provider", "offer", "model"]
 Support = Literal["full", "limited", "experimental"]
 
 _NODE_TYPE_BY_KIND: dict[str, NodeType] = {
     "gpus": "gpu",
+    "hosts": "host",
     "interconnects": "interconnect",
     "precisions": "precision",
     "stacks": "platform",
@@ -56,6 +58,9 @@ def build_graph(kb: KB) -> nx.MultiDiGraph:
             _edge(graph, source, node_key("precision", precision), "supports")
         for stack in gpu.platforms:
             _edge(graph, source, node_key("platform", stack), "runs_on")
+        for host in kb.hosts.values():
+            if host_takes(host, gpu):
+                _edge(graph, source, node_key("host", host.id), "fits_in")
     for os_entity in kb.platforms.values():
         for way in os_entity.stacks:
             _edge(
@@ -100,6 +105,7 @@ class KBGraph:
     def __init__(self, kb: KB) -> None:
         self.kb = kb
         self.graph = build_graph(kb)
+        self._hosts: dict[str, list[Host]] = {}
 
     def _targets(self, source: str, relation: str) -> list[str]:
         if source not in self.graph:
@@ -125,6 +131,14 @@ class KBGraph:
         link = self._entity(target)
         assert isinstance(link, Interconnect)
         return link
+
+    def hosts_for(self, gpu_id: str) -> list[Host]:
+        """Hosts a GPU goes into, by id (worked out once per GPU: options ask for every count)."""
+        found = self._hosts.get(gpu_id)
+        if found is None:
+            hosts = [self._entity(k) for k in self._targets(node_key("gpu", gpu_id), "fits_in")]
+            found = self._hosts[gpu_id] = [host for host in hosts if isinstance(host, Host)]
+        return list(found)
 
     def platforms_of(self, gpu_id: str) -> list[str]:
         """Software stacks (cuda, rocm, mps, ...) a GPU runs on."""

@@ -22,6 +22,7 @@ from engine.models.kb import (
     KIND_MODELS,
     Entity,
     Gpu,
+    Host,
     Interconnect,
     Model,
     Offer,
@@ -51,6 +52,7 @@ class KB:
     root: Path
     version: str
     gpus: Mapping[str, Gpu]
+    hosts: Mapping[str, Host]
     interconnects: Mapping[str, Interconnect]
     precisions: Mapping[str, Precision]
     stacks: Mapping[str, Stack]
@@ -302,6 +304,9 @@ def _references(entity: Entity) -> Iterator[tuple[Loc, str, str]]:
             yield ("platforms", i), "stacks", stack
         for i, precision in enumerate(entity.native_precisions):
             yield ("native_precisions", i), "precisions", precision
+    elif isinstance(entity, Host):
+        for i, gpu_id in enumerate(entity.gpus):
+            yield ("gpus", i), "gpus", gpu_id
     elif isinstance(entity, Platform):
         for i, support in enumerate(entity.stacks):
             yield ("stacks", i, "stack"), "stacks", support.stack
@@ -326,3 +331,13 @@ def reference_problems(kb: KB, unreadable: frozenset[tuple[str, str]] = frozense
                         f"`{'.'.join(map(str, loc))}` names unknown {target[:-1]} {ref!r}",
                         f"use an id from kb/{target}/ or add {ref}.yaml",
                     )
+
+
+def host_takes(host: Host, gpu: Gpu) -> bool:
+    """Whether `gpu` goes into `host`: its form factor, its class, and, for a host that names the
+    GPUs its baseboard takes, its id."""
+    return (
+        gpu.form_factor in host.gpu_form_factors
+        and (not host.gpu_classes or gpu.gpu_class in host.gpu_classes)
+        and (not host.gpus or gpu.id in host.gpus)
+    )

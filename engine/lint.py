@@ -2,7 +2,7 @@
 
 Checks: the file-level ones from `engine.kb` (yaml, encoding, size, empty, duplicate-key, type,
 missing-field, unknown-key, value, range, sources, id-stem, duplicate-id, reference, layout,
-file-name) and the value-level ones here (date, range, consistency, generated).
+file-name) and the value-level ones here (date, range, consistency, host, generated).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pydantic import BaseModel
 
 from engine.catalog import CONFIG_FILE, CatalogError, build_offers, stale_offers
 from engine.documents import Loc
-from engine.kb import KB, LoadResult, read_kb, reference_problems
+from engine.kb import KB, LoadResult, host_takes, read_kb, reference_problems
 from engine.knowledge.snapshot import Tree
-from engine.models.kb import KIND_MODELS, Entity, Gpu, Interconnect, Model, Offer
+from engine.models.kb import KIND_MODELS, Entity, Gpu, Host, Interconnect, Model, Offer
 from engine.paths import display_path
 from engine.problems import KBInvalid, Problem
 
@@ -92,6 +92,8 @@ def _entity_findings(kb: KB, entity: Entity, today: date | None) -> Iterator[Fin
                 )
     if isinstance(entity, Gpu):
         yield from _gpu_findings(kb, entity)
+    elif isinstance(entity, Host):
+        yield from _host_findings(kb, entity)
     elif isinstance(entity, Interconnect):
         if entity.kind not in _NO_BANDWIDTH_KINDS and entity.bandwidth_gbs <= 0:
             yield ("bandwidth_gbs",), "bandwidth must be > 0", "range", "give the link's bandwidth in GB/s"
@@ -120,6 +122,13 @@ def _gpu_findings(kb: KB, gpu: Gpu) -> Iterator[Finding]:
                 "range",
                 "dense figures are at most the sparse ones; check which headline is sparse",
             )
+    if gpu.sold_as in _HOSTED and not any(host_takes(host, gpu) for host in kb.hosts.values()):
+        yield (
+            ("sold_as",),
+            f"a GPU sold as a {gpu.sold_as} needs a host, and no host in hosts/ takes {gpu.id}",
+            "host",
+            "add a host that takes its form factor and class, or name it in a host's `gpus`",
+        )
     if gpu.usable_memory_gb is not None and gpu.usable_memory_gb > gpu.memory_gb:
         yield (
             ("usable_memory_gb",),
@@ -157,6 +166,23 @@ def _gpu_findings(kb: KB, gpu: Gpu) -> Iterator[Finding]:
                     "consistency",
                     "remove it from native_precisions (it is emulated, not native)",
                 )
+
+
+_HOSTED = ("card", "server")
+"""GPUs bought on their own need a host; a `machine` is priced whole, a `cloud-only` one is not bought."""
+
+
+def _host_findings(kb: KB, host: Host) -> Iterator[Finding]:
+    for i, gpu_id in enumerate(host.gpus):
+        gpu = kb.gpus.get(gpu_id)
+        if gpu is not None and not host_takes(host, gpu):
+            yield (
+                ("gpus", i),
+                f"{gpu_id} is a {gpu.gpu_class} {gpu.form_factor} GPU: not of this host's form factors "
+                "or classes",
+                "consistency",
+                "remove it, or correct gpu_form_factors / gpu_classes",
+            )
 
 
 def _model_findings(model: Model) -> Iterator[Finding]:

@@ -11,6 +11,7 @@ def test_every_entity_is_a_typed_node(kb: KB, graph: KBGraph) -> None:
         len(kb.of_kind(kind))
         for kind in (
             "gpus",
+            "hosts",
             "interconnects",
             "precisions",
             "stacks",
@@ -22,7 +23,17 @@ def test_every_entity_is_a_typed_node(kb: KB, graph: KBGraph) -> None:
     )
     assert graph.graph.number_of_nodes() == expected
     types = {data["type"] for _, data in graph.graph.nodes(data=True)}
-    assert types == {"gpu", "interconnect", "precision", "platform", "os", "provider", "offer", "model"}
+    assert types == {
+        "gpu",
+        "host",
+        "interconnect",
+        "precision",
+        "platform",
+        "os",
+        "provider",
+        "offer",
+        "model",
+    }
 
 
 def test_edges_follow_the_schema(graph: KBGraph) -> None:
@@ -31,6 +42,7 @@ def test_edges_follow_the_schema(graph: KBGraph) -> None:
         ("gpu", "interconnect", "host_link"),
         ("gpu", "precision", "supports"),
         ("gpu", "platform", "runs_on"),
+        ("gpu", "host", "fits_in"),
         ("platform", "os", "available_on"),
         ("offer", "gpu", "offers"),
         ("offer", "provider", "offered_by"),

@@ -51,6 +51,7 @@ def test_snapshot_figures_survive_into_the_kb(kb: KB) -> None:
 def test_every_file_names_its_sources(kb: KB) -> None:
     for kind in (
         "gpus",
+        "hosts",
         "interconnects",
         "precisions",
         "stacks",

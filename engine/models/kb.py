@@ -147,6 +147,83 @@ class Gpu(Entity):
     doubts: list[Text] = Field(default_factory=list, description="figures to re-check, and why")
 
 
+# --- Hosts: the system a bought GPU goes into -----------------------------------------------
+
+HostKind = Literal["workstation", "pcie-server", "sxm-server", "oam-server", "superchip-server"]
+Chassis = Literal["tower", "open-frame", "rack"]
+
+
+class HostPrice(Strict):
+    """What one host costs WITHOUT its GPUs, as a range (a single figure: low == high)."""
+
+    low_usd: NonNegativeFloat = Field(description="low end of the price range, US dollars, GPUs excluded")
+    high_usd: NonNegativeFloat = Field(description="high end of the price range, US dollars, GPUs excluded")
+    kind: PriceKind = Field(description="new | used | msrp (list price) | estimate")
+    as_of: date = Field(description="date the price was seen")
+    note: Text | None = Field(None, description="where and how the price was found or derived")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> HostPrice:
+        if self.low_usd > self.high_usd:
+            raise ValueError("low_usd must be at most high_usd")
+        return self
+
+    @property
+    def midpoint_usd(self) -> float:
+        return (self.low_usd + self.high_usd) / 2
+
+
+class Host(Entity):
+    """The system a bought GPU goes into: a workstation, a PCIe server, or the SXM/OAM baseboard
+    server a module is sold on. Priced without the GPUs, so that a bought option costs the GPUs
+    plus the hosts they need."""
+
+    name: Name = Field(description="display name, e.g. the reference model")
+    kind: HostKind = Field(
+        description="workstation | pcie-server | sxm-server (HGX/DGX-class baseboard) | oam-server "
+        "(OAM universal baseboard) | superchip-server (Grace Hopper-class module with its own CPU)"
+    )
+    chassis: Chassis = Field(description="tower | open-frame | rack")
+    rack_units: Annotated[int, Field(ge=1, le=48)] | None = Field(
+        None, description="height in rack units (rack chassis only)"
+    )
+    gpu_form_factors: list[FormFactor] = Field(
+        min_length=1, description="GPU form factors it takes: pcie, sxm, oam, module"
+    )
+    gpu_classes: list[GpuClass] = Field(
+        default_factory=list,
+        description="GPU classes it takes (a tower's airflow suits consumer and workstation cards, "
+        "passively cooled datacenter cards need a server's); empty: any class",
+    )
+    gpus: list[EntityId] = Field(
+        default_factory=list,
+        description="the GPUs its baseboard takes (gpu ids; a baseboard is generation-specific: an HGX "
+        "H100 board takes H100/H200 SXM5, not V100 SXM2); empty: any GPU of its form factors and classes",
+    )
+    gpu_slots: Annotated[int, Field(ge=1, le=16)] = Field(description="the most GPUs one host takes")
+    whole_board: bool = Field(
+        False,
+        description="the GPUs sit on a baseboard bought full: a node holds exactly gpu_slots GPUs",
+    )
+    cpu: Name = Field(description="CPUs as configured, e.g. '2x Intel Xeon Platinum 8480+'")
+    host_ram_gb: PositiveFloat = Field(description="host (CPU) memory as configured, GB")
+    power_w: Annotated[int, Field(gt=0, le=20000)] = Field(
+        description="the host's own draw under load WITHOUT the GPUs (CPUs, RAM, fans, NICs, switches), watts"
+    )
+    prices: list[HostPrice] = Field(min_length=1, description="prices of one host, GPUs excluded")
+    includes: list[Text] = Field(min_length=1, description="what the price includes (and what it leaves out)")
+    confidence: Confidence = Field("medium", description="trust in the figures: high | medium | low")
+    doubts: list[Text] = Field(default_factory=list, description="figures to re-check, and why")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Host:
+        if (self.chassis == "rack") != (self.rack_units is not None):
+            raise ValueError("rack_units is given for a rack chassis, and only for one")
+        if self.whole_board and not self.gpus:
+            raise ValueError("a whole_board host names the gpus its baseboard takes")
+        return self
+
+
 # --- Interconnects, precisions, stacks, operating systems -----------------------------------
 
 InterconnectKind = Literal[
@@ -408,6 +485,7 @@ class Model(Entity):
 
 KIND_MODELS: dict[str, type[Entity]] = {
     "gpus": Gpu,
+    "hosts": Host,
     "interconnects": Interconnect,
     "precisions": Precision,
     "stacks": Stack,

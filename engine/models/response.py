@@ -83,7 +83,9 @@ class Throughput(ResponseModel):
 class Cost(ResponseModel):
     """What one recommendation costs, US dollars."""
 
-    capex_usd: float = Field(description="purchase price of the GPUs bought (0 when rented or owned)")
+    capex_usd: float = Field(
+        description="purchase price of the GPUs bought and the hosts they go in (0 when rented or owned)"
+    )
     hourly_usd: float = Field(description="running cost per busy hour: rent, or power when owned")
     monthly_usd: float = Field(description="running cost per month at the stated use")
     cost_per_1m_tokens_usd: float | None = Field(
