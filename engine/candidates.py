@@ -164,7 +164,9 @@ def _bought(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator
         counts = set(CARD_COUNTS)
     hosts = graph.hosts_for(gpu.id)
     for kind, price in latest_prices(gpu.prices).items():
-        for count in sorted(counts | named):
+        # A machine (a Mac) is one computer: a fixed count asks for that many GPUs, not that many
+        # computers chained by pipeline over Ethernet, which no one racks to serve a model.
+        for count in sorted(counts if gpu.sold_as == "machine" else counts | named):
             if gpu.sold_as == "machine":
                 yield _local(graph, ctx, gpu, count, "buy", kind, price, None)
             elif (placed := placement(hosts, count, kind)) is not None:

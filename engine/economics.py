@@ -58,6 +58,8 @@ class Costs:
     """electricity for one run on bought or owned hardware, when the run's hours are known"""
     run_hours: float | None = None
     """one run's hours when `horizon_cost_usd` covers exactly that run (no utilisation was stated)"""
+    busy_hours: float = 0.0
+    """the hours `horizon_cost_usd` pays for"""
 
 
 def costs(
@@ -115,6 +117,7 @@ def costs(
         rent_cost_over_horizon_usd=rent_equivalent,
         run_power_usd=run_power,
         run_hours=use.run_hours if use.run_hours is not None and use.busy_hours == use.run_hours else None,
+        busy_hours=use.busy_hours,
     )
 
 

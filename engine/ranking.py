@@ -4,16 +4,17 @@ Every candidate reaching here already meets the need: it fits in memory, passes 
 (budget, deadline, per-user speed) and, for a serving fleet, carries the demand. What is left is which
 of them to propose first. docs/ranking.md states the formulas with worked examples:
 
-- cheapest: least cost for the job, C (`horizon_cost_usd`: one training run when the request gives no
-  utilisation, else the stated use over the horizon; a bought option pays its capex);
+- cheapest: least cost for the job, C (`horizon_cost_usd`): one training run's cost when the request
+  gives no utilisation (a bought option pays its capex for it), else the stated use over the horizon;
 - fastest: least wall-clock, T (a training run's hours; for serving, seconds per generated token of
   one sequence), ties broken by cost;
 - balanced (default): the simplest sufficient option unless a larger one is clearly cheaper. Each
   doubling of the GPU count must save a quarter of the cost, and each extra node a third:
   E = C x (4/3)^log2(GPUs) x 1.5^(nodes - 1). One GPU at $100 beats two at $76; two at $74 win.
+  Serving also weighs speed up to three times the per-user floor: E x 3f / min(tokens/s, 3f).
 
-Each measure is scaled by 2^-w for the summed weight w of the rules' `prefer` actions matching the
-option (w = 0.1: 7% better; w = -0.3: 23% worse; owned hardware, w = 1: half). The score is the best
+Each measure is scaled by 4^-w for the summed weight w of the rules' `prefer` actions matching the
+option (w = 0.1: 13% better; w = -0.3: 52% worse; owned hardware, w = 1: a quarter). The score is the best
 measure over this one's (1 for the first). Ties break on simplicity (GPUs, nodes), then cost, then
 time, then the option's identity, so the order never depends on the order candidates came in.
 Near-duplicates (the same GPU, acquisition, pricing, method and precision) keep only their best.
@@ -33,6 +34,10 @@ EXTRA_NODE_FACTOR = 1.5
 """balanced: each node beyond the first must cut the cost by a third (1 - 1/1.5): a cluster adds a
 network, a scheduler and failure modes one machine does not have"""
 SECONDS_PER_HOUR = 3600.0
+PREFERENCE_BASE = 4.0
+"""a rule's `prefer` weight w scales the measure by 4^-w: -0.1 costs 15%, -0.4 costs 74%, +1 quarters it"""
+SPEED_CREDIT = 3.0
+"""balanced serving: speed counts up to three times the per-user floor (30 tokens/s at the default 10)"""
 
 
 @dataclass(frozen=True)
@@ -44,8 +49,18 @@ class Ranked:
 
 
 def cost(candidate: Candidate) -> float:
-    """C: the job's cost, in dollars."""
+    """C: the job's cost, in dollars (`horizon_cost_usd`): one training run when no utilisation is
+    stated (a bought option then pays its whole capex for it), else the stated use over the horizon."""
     return max(candidate.costs.horizon_cost_usd, 0.0)
+
+
+def speed_factor(candidate: Candidate, floor: float | None) -> float:
+    """balanced serving: how much short of SPEED_CREDIT x the per-user floor a sequence decodes. Speed
+    beyond that earns nothing (a reader cannot use it); below it, the cost is scaled up in proportion."""
+    if floor is None or candidate.spec.layout.method != "inference":
+        return 1.0
+    enough = SPEED_CREDIT * floor
+    return enough / max(min(candidate.speed.tokens_per_s, enough), 1e-12)
 
 
 def wall_clock(candidate: Candidate) -> float:
@@ -65,15 +80,16 @@ def complexity(candidate: Candidate) -> float:
     return float(GPU_DOUBLING_FACTOR ** log2(candidate.gpu_count) * EXTRA_NODE_FACTOR ** (nodes - 1))
 
 
-def measure(candidate: Candidate, objective: str) -> float:
-    """The objective's measure (lower is better), with the rules' preferences applied."""
+def measure(candidate: Candidate, objective: str, floor: float | None = None) -> float:
+    """The objective's measure (lower is better), with the rules' preferences applied; `floor` is the
+    per-user speed a served sequence needs."""
     if objective == "fastest":
         base = wall_clock(candidate)
     elif objective == "cheapest":
         base = cost(candidate)
     else:
-        base = cost(candidate) * complexity(candidate)
-    return float(base * 2.0 ** (-candidate.preference))
+        base = cost(candidate) * complexity(candidate) * speed_factor(candidate, floor)
+    return float(base * PREFERENCE_BASE ** (-candidate.preference))
 
 
 def kind(c: Candidate) -> tuple[str, str, str, str, str]:
@@ -100,11 +116,12 @@ def identity(candidate: Candidate) -> tuple[str, int, str, str, str, str]:
     )
 
 
-def rank(candidates: Sequence[Candidate], objective: str) -> list[Ranked]:
-    """Candidates best first, one per (GPU, acquisition, pricing, method, precision)."""
+def rank(candidates: Sequence[Candidate], objective: str, floor: float | None = None) -> list[Ranked]:
+    """Candidates best first, one per (GPU, acquisition, pricing, method, precision); `floor` is the
+    per-user speed a served sequence needs (balanced credits speed up to SPEED_CREDIT times it)."""
     if not candidates:
         return []
-    measured = [(measure(c, objective), c) for c in candidates]
+    measured = [(measure(c, objective, floor), c) for c in candidates]
     measured.sort(
         key=lambda mc: (
             mc[0],

@@ -162,7 +162,7 @@ class Advisor:
         ctx = context_for(request, spot="spot" in policy.suggested("pricing"))
         search = self.search(planner, ctx, request.constraints.gpu_count)
         candidates = as_asked(search.candidates)
-        ranked = rank(candidates, request.objective)
+        ranked = rank(candidates, request.objective, planner.per_user_tps)
         top = ranked[: request.top_k]
         precision = planner.base_precision
         relaxation = None if top else self.relaxation(planner, ctx, request, search)
