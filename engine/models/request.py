@@ -240,7 +240,9 @@ class Workload(RequestModel):
         None, description="tokens to train on, billions; gives training hours, GPU-hours and run cost"
     )
     job_hours: Annotated[float, _positive(1e6, "the job's wall-clock hours")] | None = Field(
-        None, description="the user's estimate of the job's wall-clock hours; gives run cost"
+        None,
+        description="wall-clock hours the job may take (slower options are rejected); without "
+        "training_tokens_b, the hours each rental is costed for",
     )
     serving: Serving | None = Field(None, description="inference only: the traffic to serve")
 
@@ -288,7 +290,9 @@ class Constraints(RequestModel):
     )
 
     budget_usd: Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)] | None = Field(
-        None, description="US dollars: capex when buying; total rental spend when renting"
+        None,
+        description="US dollars, what the job costs you: the whole system's capex (and a training run's "
+        "electricity) when buying; the run's rental, or a month of serving, when renting",
     )
     on_prem_only: bool = Field(False, description="data may not leave owned hardware: no cloud")
     os: Os | None = Field(None, description="the user's operating system")
