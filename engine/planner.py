@@ -43,6 +43,8 @@ EARLY_ATTRIBUTES = frozenset({"gpu_count", "within_max_gpus", "matches_gpu_count
 """Plan attributes that can be known before sizing: the GPU count (unless a serving fleet may add
 copies of the option) and, for a bought or owned option, whether its capex is within the budget."""
 GIB = 2**30
+MIN_HEADROOM = 1 * GB
+"""the least memory kept free on a GPU, whatever its size (rule keep-memory-headroom)"""
 MEMORY_RULE = "memory"
 """Rejections for memory name the rule that requires `fits`, or this when no rule does."""
 
@@ -112,6 +114,7 @@ class Planner:
         self.request = request
         facts = policy.facts
         self.headroom = _number(facts.get("plan.memory_headroom_pct")) / 100
+        """the share of each GPU's memory kept free (rule keep-memory-headroom), at least MIN_HEADROOM"""
         base = job.requested_precision or facts.get("plan.precision") or "bf16"
         self.base_precision = str(base)
         self.methods = _methods(job.task, policy)
@@ -205,9 +208,17 @@ class Planner:
 
     def fitting(self, count: int, per_node: int, capacity_gb: float) -> list[Spec]:
         """Specs that fit `capacity_gb` per GPU less the headroom, in preference order."""
-        usable = capacity_gb * GB * (1 - self.headroom)
+        usable = self.usable(capacity_gb)
         entries = [self._sized(entry) for entry in self._entries(count, per_node)]
         return [e.spec for e in entries if e.total <= usable]
+
+    def kept_free(self, capacity_gb: float) -> float:
+        """Bytes of a GPU's memory kept free: the headroom share, at least MIN_HEADROOM."""
+        return max(MIN_HEADROOM, capacity_gb * GB * self.headroom)
+
+    def usable(self, capacity_gb: float) -> float:
+        """Bytes of a GPU's memory a plan may use."""
+        return capacity_gb * GB - self.kept_free(capacity_gb)
 
     def _least(self, count: int, per_node: int) -> float:
         """The least memory per GPU any spec for this many GPUs needs (bytes; inf when none)."""
@@ -283,7 +294,7 @@ class Planner:
     def plan_screened(self, option: Option) -> Candidate | Rejection | None:
         """`plan` for an option that has passed `screen`."""
         capacity = _number(option.attrs["vram_per_gpu_gb"])
-        usable = capacity * GB * (1 - self.headroom)
+        usable = self.usable(capacity)
         first: Rejection | None = None
         rules: set[str] = set()
         fitted = False
@@ -331,7 +342,7 @@ class Planner:
         count = f"{option.count} x " if option.count > 1 else ""
         return (
             f"needs at least {least / GB:.1f} GB per GPU; {count}{option.gpu.name} has {capacity:g} GB "
-            f"with {self.headroom * 100:g}% kept free"
+            f"with {self.kept_free(capacity) / GB:.1f} GB kept free"
         )
 
     def _try(
@@ -548,10 +559,11 @@ def _parallelism(strategy: str, tp: int, sharded_name: str | None) -> tuple[str,
 
 def _with_figures(rule_filter: Filter, speed: Speed) -> str:
     """A filter's message, with the option's own figure where the filter reads a speed need."""
+    message = rule_filter.message.rstrip(".")
     if "finishes_in_time" in rule_filter.where and speed.training_hours is not None:
-        return f"{rule_filter.message} (this option: {speed.training_hours:,.0f} h)"
+        return f"{message}; this option takes {speed.training_hours:,.0f} h."
     if "fast_enough_per_user" in rule_filter.where:
-        return f"{rule_filter.message} (this option: {speed.tokens_per_s:,.1f} tokens/s per sequence)"
+        return f"{message}; this option gives {speed.tokens_per_s:,.1f} tokens/s per sequence."
     return rule_filter.message
 
 

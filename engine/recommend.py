@@ -24,6 +24,7 @@ from engine.explain import (
     plan_words,
     reasons,
     relevant_steps,
+    speed_words,
     total_words,
     trace,
     why,
@@ -173,10 +174,15 @@ class Advisor:
             prices_as_of=self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
             feasible=bool(top),
             summary=self.summary(job, top, relaxation, search),
-            requirements=requirements(job, policy.facts, precision),
+            requirements=requirements(
+                job,
+                policy.facts,
+                precision,
+                _planned_checkpointing(top, job),
+            ),
             recommendations=recommendations,
             rejected=self.rejected(search.rejections),
-            target_fit=self.target_fit(planner, request),
+            target_fit=self.target_fit(planner, request, ranked, search.rejections),
             trace=trace(outcome, self.rules),
             warnings=self.warnings(job, policy),
             assumptions=self.assumptions(job, policy),
@@ -345,7 +351,6 @@ class Advisor:
                 text = citation_text(citation)
                 if text not in citations:
                     citations.append(text)
-        costs = c.costs
         return Recommendation(
             rank=rank_no,
             score=round(ranked.score, 4),
@@ -378,27 +383,8 @@ class Advisor:
                 kv_cache_per_gpu_gb=_gb(memory.kv_cache),
                 overhead_per_gpu_gb=_gb(memory.overhead),
             ),
-            throughput=Throughput(
-                tokens_per_s=round(c.speed.tokens_per_s, 2),
-                aggregate_tokens_per_s=round(c.speed.aggregate_tokens_per_s * c.copies, 2),
-                max_concurrent_sequences=(
-                    None
-                    if c.speed.max_concurrent_sequences is None
-                    else c.speed.max_concurrent_sequences * c.copies
-                ),
-                training_hours=None if c.speed.training_hours is None else round(c.speed.training_hours, 2),
-            ),
-            cost=Cost(
-                capex_usd=round(costs.capex_usd, 2),
-                hourly_usd=round(costs.hourly_usd, 4),
-                monthly_usd=round(costs.monthly_usd, 2),
-                cost_per_1m_tokens_usd=_round(costs.cost_per_1m_tokens_usd, 4),
-                gpu_hours=_round(costs.gpu_hours, 2),
-                run_cost_usd=_round(costs.run_cost_usd, 2),
-                break_even_hours=_round(costs.break_even_hours, 0),
-                horizon_cost_usd=round(costs.horizon_cost_usd, 2),
-                rent_cost_over_horizon_usd=_round(costs.rent_cost_over_horizon_usd, 2),
-            ),
+            throughput=throughput_of(c),
+            cost=cost_of(c),
             why=why(c, policy, reasons(c, policy, job)),
             trace_steps=steps,
             citations=citations,
@@ -441,13 +427,19 @@ class Advisor:
                 )
         return picked[:MAX_REJECTED]
 
-    def target_fit(self, planner: Planner, request: RecommendRequest) -> TargetFit | None:
+    def target_fit(
+        self,
+        planner: Planner,
+        request: RecommendRequest,
+        ranked: Sequence[Ranked] = (),
+        rejections: Sequence[Rejection] = (),
+    ) -> TargetFit | None:
         target = request.constraints.target_hardware
         if target is None:
             return None
         gpu = self.kb.gpus[target.gpu]
         capacity = gpu.usable_memory_gb or gpu.memory_gb
-        usable = capacity * GB * (1 - planner.headroom)
+        usable = planner.usable(capacity)
         per_node = min(target.count, max(gpu.link_domain_gpus, 1))
         asked = planner.job.task
         precision = "nf4" if asked == "qlora" else planner.base_precision
@@ -485,10 +477,31 @@ class Advisor:
         text = (
             f"{task_title(asked)} in {precision} needs {least / GB:.1f} GB per GPU at best "
             f"on {count}{gpu.name} "
-            f"({capacity:g} GB, {planner.headroom * 100:g}% kept free): it {verdict}."
+            f"({capacity:g} GB, {planner.kept_free(capacity) / GB:.1f} GB kept free): it {verdict}."
         )
         if not fits and alternatives:
             text += " Ways to make it run: " + "; ".join(alternatives) + "."
+        # the best plan the search found on the target itself, with its speed and cost
+        on_target = next(
+            (
+                r.candidate
+                for r in ranked
+                if r.candidate.option.gpu.id == gpu.id and r.candidate.gpu_count == target.count
+            ),
+            None,
+        )
+        held_back = next(
+            (r for r in rejections if r.option.gpu.id == gpu.id and r.option.count == target.count),
+            None,
+        )
+        if on_target is None and fits and held_back is not None:
+            text += f" But no plan on it passes every constraint: {held_back.reason}"
+            text += "" if text.endswith(".") else "."
+        if on_target is not None:
+            text += (
+                f" Best plan on it: {plan_words(on_target)}, {speed_words(on_target)}, "
+                f"{total_words(on_target)}."
+            )
         return TargetFit(
             gpu=gpu.id,
             count=target.count,
@@ -497,6 +510,9 @@ class Advisor:
             vram_per_gpu_gb=capacity,
             why=text,
             alternatives=alternatives,
+            throughput=throughput_of(on_target) if on_target else None,
+            cost=cost_of(on_target) if on_target else None,
+            plan=plan_words(on_target) if on_target else None,
         )
 
     def _scale_out(
@@ -706,6 +722,39 @@ def _cost_floor(option: Option, busy_hours: float | None) -> float:
     if option.acquisition == "rent" and busy_hours is not None:
         return option.hourly_rent_usd * busy_hours
     return 0.0
+
+
+def throughput_of(c: Candidate) -> Throughput:
+    return Throughput(
+        tokens_per_s=round(c.speed.tokens_per_s, 2),
+        aggregate_tokens_per_s=round(c.speed.aggregate_tokens_per_s * c.copies, 2),
+        max_concurrent_sequences=(
+            None if c.speed.max_concurrent_sequences is None else c.speed.max_concurrent_sequences * c.copies
+        ),
+        training_hours=None if c.speed.training_hours is None else round(c.speed.training_hours, 2),
+    )
+
+
+def cost_of(c: Candidate) -> Cost:
+    costs = c.costs
+    return Cost(
+        capex_usd=round(costs.capex_usd, 2),
+        hourly_usd=round(costs.hourly_usd, 4),
+        monthly_usd=round(costs.monthly_usd, 2),
+        cost_per_1m_tokens_usd=_round(costs.cost_per_1m_tokens_usd, 4),
+        gpu_hours=_round(costs.gpu_hours, 2),
+        run_cost_usd=_round(costs.run_cost_usd, 2),
+        break_even_hours=_round(costs.break_even_hours, 0),
+        horizon_cost_usd=round(costs.horizon_cost_usd, 2),
+        rent_cost_over_horizon_usd=_round(costs.rent_cost_over_horizon_usd, 2),
+    )
+
+
+def _planned_checkpointing(top: Sequence[Ranked], job: Job) -> bool | None:
+    """Whether the first recommendation, when it runs the requested method, checkpoints activations."""
+    if not top or top[0].candidate.spec.layout.method != job.task:
+        return None
+    return top[0].candidate.spec.layout.checkpointing
 
 
 def as_asked(candidates: Sequence[Candidate]) -> list[Candidate]:

@@ -12,9 +12,10 @@ from engine.refengine import Facts
 from engine.sizing import GB, required_tokens_per_second
 from engine.workload import Job
 
-TARGET_HEADROOM = 0.10
-"""`hardware.target_fits` keeps 10% free (the low end of seed 002's '10-15% headroom'): it is known
-before any rule runs, so before the headroom rule."""
+TARGET_HEADROOM = 0.05
+TARGET_MIN_HEADROOM_GB = 1.0
+"""`hardware.target_fits` keeps the larger of 5% and 1 GB free, the policy of the rule
+keep-memory-headroom: it is known before any rule runs, so before that rule."""
 
 
 def _gb(value: float) -> float:
@@ -141,7 +142,8 @@ def hardware_facts(request: RecommendRequest, kb: KB, task_gb: float) -> dict[st
         facts["hardware.target_class"] = gpu.gpu_class
         facts["hardware.target_vendor"] = gpu.vendor
         facts["hardware.target_bf16"] = "bf16" in gpu.native_precisions
-        facts["hardware.target_fits"] = task_gb / target.count <= memory * (1 - TARGET_HEADROOM)
+        kept_free = max(TARGET_MIN_HEADROOM_GB, memory * TARGET_HEADROOM)
+        facts["hardware.target_fits"] = task_gb / target.count <= memory - kept_free
         if gpu.compute_capability is not None:
             facts["hardware.target_compute_capability"] = float(gpu.compute_capability)
     owned = [kb.gpus[item.gpu] for item in request.constraints.existing_hardware]
@@ -150,9 +152,19 @@ def hardware_facts(request: RecommendRequest, kb: KB, task_gb: float) -> dict[st
     return facts
 
 
-def requirements(job: Job, facts: Facts, precision: str) -> Requirements:
+def requirements(
+    job: Job, facts: Facts, precision: str, planned_checkpointing: bool | None = None
+) -> Requirements:
+    """The whole job's needs, sized with the conventions the plans use: activation checkpointing as
+    the request states, else as the first recommendation plans it (`planned_checkpointing`), else on
+    for QLoRA (Dettmers et al. 2023 train with it; peft's `prepare_model_for_kbit_training` turns it on)."""
     method = job.task
-    checkpointing = bool(job.checkpointing) if job.checkpointing is not None else False
+    if job.checkpointing is not None:
+        checkpointing = job.checkpointing
+    elif planned_checkpointing is not None:
+        checkpointing = planned_checkpointing
+    else:
+        checkpointing = method == "qlora"
     memory = per_gpu(
         job, Layout(method, "nf4" if method == "qlora" else precision, checkpointing=checkpointing)
     )
@@ -175,6 +187,7 @@ def requirements(job: Job, facts: Facts, precision: str) -> Requirements:
         bound=_bound(bound),
         required_tokens_per_s=None if demand is None else round(demand, 3),
         architecture_source=job.architecture_source,
+        activation_checkpointing=checkpointing and method != "inference",
     )
 
 

@@ -42,12 +42,14 @@ def test_70b_fp16_without_quantization_needs_several_nvlink_gpus() -> None:
             assert rec.interconnect in ("nvlink", "nvswitch", "fabric", "ici", "ethernet")
 
 
-def test_70b_fp16_on_one_gpu_goes_int4_on_an_80_gb_card() -> None:
-    """Seed 002: 'A 70B INT4 quantized model fits on a single A100 80GB'."""
+def test_70b_fp16_on_one_gpu_goes_4_bit_on_a_48_to_80_gb_card() -> None:
+    """Seed 002: 'A 70B INT4 quantized model fits on a single A100 80GB'. It is a sufficient card, not
+    the least one: 69B x 0.5 B (+ scales) is about 36 GB of weights, with the runtime's 20% and a 4K
+    KV cache about 45 GB, so a 48 GB card holds it too (keep-memory-headroom keeps 2.4 GB free there)."""
     result = answer("serve-70b-fp16-on-one-gpu")
     best = result.recommendations[0]
     assert best.gpu_count == 1 and best.precision in ("int4", "int8")
-    assert best.vram_per_gpu_gb >= 80
+    assert best.vram_per_gpu_gb >= 48 and best.memory.per_gpu_gb <= best.vram_per_gpu_gb - 2.4
     assert "quantiz" in best.why.lower() or best.precision != "fp16"
 
 

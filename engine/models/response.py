@@ -49,6 +49,11 @@ class Requirements(ResponseModel):
     architecture_source: Literal["kb-model", "request", "estimated"] = Field(
         description="where the layer sizes behind activations and KV cache came from"
     )
+    activation_checkpointing: bool = Field(
+        False,
+        description="whether `memory` assumes activation checkpointing: as the request says, else as the "
+        "first recommendation plans it (always for qlora, as the QLoRA recipe does)",
+    )
 
 
 class GpuMemory(ResponseModel):
@@ -174,6 +179,14 @@ class TargetFit(ResponseModel):
     alternatives: list[str] = Field(
         description="what fits: another method, lower-precision weights, offload, parallelism, more GPUs"
     )
+    throughput: Throughput | None = Field(
+        None, description="the speed of the best plan on the target, when one passes every constraint"
+    )
+    cost: Cost | None = Field(
+        None,
+        description="the cost of the best plan on the target (as owned, bought or rented), when one passes",
+    )
+    plan: str | None = Field(None, description="that plan in words: method, precision, parallelism")
 
 
 class TraceStep(ResponseModel):
