@@ -59,6 +59,12 @@ MAX_REJECTED = 15
 OPTION_CACHE_SIZE = 256
 REJECTED_PER_RULE = 3
 BUDGET_RULE = "budget-is-a-hard-filter"
+DEADLINE_RULE = "training-finishes-by-the-deadline"
+INPUT_OF_SIZING_FACT = {
+    "sizing.deadline_hours": "workload.job_hours",
+    "sizing.per_user_tokens_per_s": "workload.serving.min_tokens_per_s_per_user",
+}
+"""the request field behind a sizing fact a rule reads, for naming what to relax"""
 
 
 class Grouped(NamedTuple):
@@ -541,21 +547,46 @@ class Advisor:
             # Only options this rule rejected can change when it is lifted: the others were
             # rejected by rules that still hold (a rejection records every rule that rejected it).
             touched = [r.option for r in search.rejections if r.rejected_by(rule)]
+            if rule == DEADLINE_RULE:
+                continue  # more time is no way out when a cheaper rule is: tried last, by speed
             cheapest = _cheapest_when_lifted(planner.without(rule), touched, best[0] if best else None)
             if cheapest is not None and (best is None or cheapest.costs.horizon_cost_usd < best[0]):
                 best = (cheapest.costs.horizon_cost_usd, rule, cheapest)
+        if best is None and DEADLINE_RULE in rules:
+            return self._more_time(planner, search, rules)
         if best is None:
             return None
         _, rule, cheapest = best
-        constraint = next(
-            (name for name in _facts_read(self.rules, rule) if name.startswith("constraints.")), rule
-        )
+        constraint = _constraint_of(self.rules, rule)
         needs = money_text(spend(cheapest.costs, cheapest.option.acquisition))
         message = (
             f"The cheapest way out is relaxing {constraint} (rule {rule}): {hardware(cheapest)}, "
             f"{plan_words(cheapest)}, spending {needs}."
         )
         return Relaxation(constraint=constraint, rule=rule, message=message)
+
+    def _more_time(self, planner: Planner, search: Search, rules: Sequence[str]) -> Relaxation | None:
+        """When only a later deadline (and perhaps more money) helps: the fastest option once the
+        deadline and the budget are lifted, which says how long the run takes at best."""
+        relaxed = planner.without(DEADLINE_RULE)
+        lifted = [DEADLINE_RULE]
+        if BUDGET_RULE in rules:
+            relaxed, lifted = relaxed.without(BUDGET_RULE), [DEADLINE_RULE, BUDGET_RULE]
+        touched = [r.option for r in search.rejections if any(r.rejected_by(rule) for rule in lifted)]
+        found = [c for o in touched if isinstance(c := relaxed.plan(o), Candidate)]
+        timed = [c for c in found if c.speed.training_hours is not None]
+        if not timed:
+            return None
+        fastest = min(timed, key=lambda c: (c.speed.training_hours or 0.0, c.costs.horizon_cost_usd))
+        hours = fastest.speed.training_hours or 0.0
+        constraint = _constraint_of(self.rules, DEADLINE_RULE)
+        what = "more time and a bigger budget help" if len(lifted) > 1 else "more time helps"
+        message = (
+            f"Only {what}: the fastest option, {hardware(fastest)}, {plan_words(fastest)}, "
+            f"takes {hours:,.0f} h ({hours / 24:,.0f} days) and spends "
+            f"{money_text(spend(fastest.costs, fastest.option.acquisition))}."
+        )
+        return Relaxation(constraint=constraint, rule=DEADLINE_RULE, message=message)
 
     def summary(self, job: Job, top: Sequence[Ranked], relaxation: Relaxation | None, search: Search) -> str:
         subject = workload_words(job)
@@ -791,6 +822,15 @@ def _alternative(spec: object, asked: str, precision: str, count: int) -> str | 
     if layout.checkpointing:
         return "activation checkpointing"
     return None
+
+
+def _constraint_of(rules: Sequence[Rule], rule_id: str) -> str:
+    """The request field a rule's filter turns on: a constraint it reads, else the input behind a
+    sizing fact it reads, else the rule's id."""
+    read = _facts_read(rules, rule_id)
+    found = next((name for name in read if name.startswith("constraints.")), None)
+    found = found or next((INPUT_OF_SIZING_FACT[name] for name in read if name in INPUT_OF_SIZING_FACT), None)
+    return found or rule_id
 
 
 def _facts_read(rules: Sequence[Rule], rule_id: str) -> list[str]:

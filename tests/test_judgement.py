@@ -138,3 +138,12 @@ def test_every_training_answer_finishes_by_its_deadline(workload: dict[str, Any]
     for rec in answer.recommendations:
         assert rec.throughput.training_hours is not None and rec.throughput.training_hours <= deadline
     assert any(r.rule == "training-finishes-by-the-deadline" for r in answer.rejected)
+
+
+def test_a_run_no_option_finishes_in_time_says_how_long_the_fastest_takes() -> None:
+    """Without a budget, only the deadline fails: the way out names job_hours and the fastest option,
+    not the cheapest (which would be a run of years on the slowest hardware)."""
+    answer = ask({"task": "pretrain", "params_b": 65, "training_tokens_b": 1000})
+    assert not answer.feasible and answer.relaxation is not None
+    assert answer.relaxation.constraint == "workload.job_hours"
+    assert "fastest option" in answer.relaxation.message
