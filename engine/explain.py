@@ -149,8 +149,31 @@ def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
         )
     if candidate.copies > 1:
         parts.append(f"{candidate.copies} copies meet the serving demand.")
+    if valued := value_words(candidate, policy.facts.get("ranking.value")):
+        parts.append(valued)
     parts.extend(reasons)
     return " ".join(parts)
+
+
+def value_words(candidate: Candidate, kind: object) -> str | None:
+    """The value figure the rules name for this kind of work (memory bandwidth per dollar when decode is
+    bandwidth-bound, dense compute per dollar when training), per $1,000 of capex or per $/h rented:
+    what makes one GPU class better value than another, which the job's cost already reflects."""
+    gpu, count, option = candidate.option.gpu, candidate.gpu_count, candidate.option
+    if kind == "bandwidth_per_dollar":
+        amount, unit = gpu.memory_bandwidth_gbs * count, "GB/s of memory bandwidth"
+    elif kind == "compute_per_dollar":
+        tflops = gpu.bf16_dense_tflops or gpu.fp16_dense_tflops or gpu.fp32_tflops
+        if tflops is None:
+            return None
+        amount, unit = tflops * count, "dense TFLOPS"
+    else:
+        return None
+    if option.acquisition == "buy" and candidate.costs.capex_usd > 0:
+        return f"Value: {amount / candidate.costs.capex_usd * 1000:,.0f} {unit} per $1,000 of capex."
+    if option.acquisition == "rent" and candidate.costs.hourly_usd > 0:
+        return f"Value: {amount / candidate.costs.hourly_usd:,.0f} {unit} per $/h."
+    return None
 
 
 def relevant_steps(candidate: Candidate, policy: Policy, outcome: Outcome) -> list[int]:
