@@ -10,7 +10,7 @@ from engine.models.response import Bound, JobMemory, Requirements
 from engine.models.rule import Scalar
 from engine.refengine import Facts
 from engine.sizing import GB, required_tokens_per_second
-from engine.workload import Job
+from engine.workload import DEFAULT_TOKENS_PER_S_PER_USER, Job
 
 TARGET_HEADROOM = 0.05
 TARGET_MIN_HEADROOM_GB = 1.0
@@ -80,24 +80,11 @@ def required_tps(job: Job) -> float | None:
     return required_tokens_per_second(serving.requests_per_min, serving.avg_output_tokens)
 
 
-DEFAULT_TOKENS_PER_S_PER_USER = 10.0
-"""The decode speed a served sequence needs when the request states none: about twice reading speed
-(people read 4-5 words, 5-7 tokens, a second), the floor below which a chat feels stalled. Offline
-batch jobs that tolerate less say so with `serving.min_tokens_per_s_per_user`."""
-
-
 def per_user_tps(job: Job) -> float | None:
-    """The decode speed each sequence needs: the stated floor, or the output tokens over the p95
-    latency target, whichever is higher (seed 002, Interview Q&A Q4: 200 tokens in 5 s is 40 tokens/s;
-    prefill and queueing also count against the target, so this is a lower bound); with neither,
-    the default floor. None for training."""
+    """The decode speed each served sequence needs (`ServingNeeds.per_user_tps`); None for training."""
     if job.task != "inference":
         return None
-    serving = job.serving
-    stated = [serving.min_tokens_per_s_per_user or 0.0] if serving is not None else [0.0]
-    if serving is not None and serving.latency_p95_s is not None:
-        stated.append(serving.avg_output_tokens / serving.latency_p95_s)
-    return max(stated) or DEFAULT_TOKENS_PER_S_PER_USER
+    return job.serving.per_user_tps() if job.serving is not None else DEFAULT_TOKENS_PER_S_PER_USER
 
 
 def workload_assumptions(job: Job) -> dict[str, float | str]:
@@ -120,6 +107,12 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
                 "default: a month to pretrain, a week to fine-tune, at most the horizon; "
                 "give workload.job_hours for the real one"
             )
+    if job.batch_from_serving:
+        found["batch_size"] = float(job.batch)
+        found["batch_size_source"] = (
+            "from serving: sequences in flight at peak, requests/s x output tokens / tokens/s per user "
+            "(Little's law), decoded together by continuous batching; give workload.batch_size to fix it"
+        )
     per_user = per_user_tps(job)
     if per_user is not None:
         found["tokens_per_s_per_user"] = round(per_user, 3)

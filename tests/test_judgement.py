@@ -147,3 +147,23 @@ def test_a_run_no_option_finishes_in_time_says_how_long_the_fastest_takes() -> N
     assert not answer.feasible and answer.relaxation is not None
     assert answer.relaxation.constraint == "workload.job_hours"
     assert "fastest option" in answer.relaxation.message
+
+
+def test_a_serving_fleet_is_sized_at_the_sequences_in_flight() -> None:
+    """200 requests/min of 256 tokens within a 5 s p95 is 51.2 tokens/s per user and, by Little's law,
+    3.33 requests/s x 5 s = 17 sequences in flight. Batched together, one 24-32 GB card's bandwidth
+    carries them (vLLM serves such batches continuously, Kwon et al. 2023); sized at one sequence per
+    copy the fleet was several datacenter GPUs."""
+    answer = ask(
+        {
+            "task": "inference",
+            "model": "llama-3-1-8b",
+            "serving": {"requests_per_min": 200, "avg_output_tokens": 256, "latency_p95_s": 5},
+        },
+        {"acquisition": "rent"},
+    )
+    assert answer.assumptions["batch_size"] == 17
+    best = answer.recommendations[0]
+    assert best.gpu_count == 1
+    assert best.throughput.tokens_per_s >= 51.2
+    assert best.throughput.aggregate_tokens_per_s >= (answer.requirements.required_tokens_per_s or 0)
