@@ -30,7 +30,7 @@ from engine.performance import (
     trained_params,
     training_speed,
 )
-from engine.policy import PLAN_ATTRIBUTES, Filter, Policy
+from engine.policy import PLAN_ATTRIBUTES, Filter, Policy, Preference, Test, passes_plan, residual
 from engine.sizing import GB
 from engine.workload import Job
 
@@ -79,6 +79,17 @@ class Candidate:
     def attrs(self) -> Mapping[str, Scalar]:
         """Every attribute a rule can filter on: the option's and the plan's."""
         return {**self.option.attrs, **self.plan_attrs}
+
+
+@dataclass(frozen=True, slots=True)
+class _SpecChecks:
+    """The plan filters and preferences left to test on an option once a spec's attributes are known."""
+
+    filters: tuple[tuple[Filter, tuple[Test, ...] | None, bool], ...]
+    """(filter, its tests on other attributes or None when its spec part fails, whether they read
+    `within_budget`), in the policy's order, without those that cannot reject on this spec"""
+    preferences: tuple[tuple[Preference, tuple[Test, ...]], ...]
+    """(preference, its tests on other attributes), without those that cannot hold on this spec"""
 
 
 @dataclass(slots=True)
@@ -132,7 +143,6 @@ class Planner:
         )
         self.option_filters = tuple(f for f in policy.filters if not f.per_plan)
         self.plan_filters = tuple(f for f in policy.filters if f.per_plan)
-        self._plan_filters_budget = tuple((f, "within_budget" in f.where) for f in self.plan_filters)
         required = facts.get("sizing.required_tokens_per_s")
         self.required_tps = None if required is None else _number(required)
         per_user = facts.get("sizing.per_user_tokens_per_s")
@@ -153,6 +163,7 @@ class Planner:
         self._spec_entries: dict[tuple[int, int], list[_SizedSpec]] = {}
         self._least_memory: dict[tuple[int, int], float] = {}
         self._spec_attr_cache: dict[int, dict[str, Scalar]] = {}
+        self._spec_checks: dict[int, _SpecChecks] = {}
         self._usage: dict[float | None, Usage] = {}
         self._decode_work: dict[Layout, DecodeWork] = {}
         self._trained: dict[str, float] = {}
@@ -354,16 +365,18 @@ class Planner:
         )
         plan["fast_enough_per_user"] = self.per_user_tps is None or speed.tokens_per_s >= self.per_user_tps
         priced: Costs | None = None
+        checks = self._checks(spec)
+        option_attrs = option.attrs
         # Costs are computed when a filter needs `within_budget`, or once every filter has passed:
         # most rejected plans never need them. Filters still run in the policy's order.
-        for rule_filter, needs_budget in self._plan_filters_budget:
+        for rule_filter, rest, needs_budget in checks.filters:
             if needs_budget and priced is None:
                 priced = self._priced(option, copies, run_hours, speed, plan)
-            if rule_filter.rejects_plan(plan, option.attrs):
+            if (rest is not None and passes_plan(rest, plan, option_attrs)) != rule_filter.keep_matching:
                 return Rejection(option, rule_filter.rule, _with_figures(rule_filter, speed))
         if priced is None:
             priced = self._priced(option, copies, run_hours, speed, plan)
-        matched = [p for p in self.policy.preferences if p.holds_for_plan(plan, option.attrs)]
+        matched = [p for p, rest in checks.preferences if not rest or passes_plan(rest, plan, option_attrs)]
         return Candidate(
             option=option,
             spec=spec,
@@ -440,6 +453,28 @@ class Planner:
                 or spec.strategy in ("single", "replicas")
                 or spec.strategy in c.parallelism,
             }
+        return found
+
+    def _checks(self, spec: Spec) -> _SpecChecks:
+        """The plan filters and preferences with the tests on the spec's own attributes applied,
+        once per spec: most read its method, precision or strategy, so on most specs they are
+        settled before any option is seen."""
+        found = self._spec_checks.get(id(spec))  # ids are stable, as in `_spec_attrs`
+        if found is None:
+            # `fits` holds on every plan tried (only specs that fit are tried).
+            known: dict[str, Scalar] = {**self._spec_attrs(spec), "fits": True}
+            filters: list[tuple[Filter, tuple[Test, ...] | None, bool]] = []
+            for rule_filter in self.plan_filters:
+                rest = residual(rule_filter.tests, known)
+                keeps = rule_filter.keep_matching
+                if (rest is None and not keeps) or (rest == () and keeps):
+                    continue  # its verdict on this spec is to keep every option
+                needs_budget = rest is not None and any(name == "within_budget" for name, _ in rest)
+                filters.append((rule_filter, rest, needs_budget))
+            preferences = tuple(
+                (p, rest) for p in self.policy.preferences if (rest := residual(p.tests, known)) is not None
+            )
+            found = self._spec_checks[id(spec)] = _SpecChecks(tuple(filters), preferences)
         return found
 
     def reads_provider(self) -> bool:

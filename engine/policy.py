@@ -173,6 +173,21 @@ def passes_plan(tests: tuple[Test, ...], plan: Mapping[str, Scalar], option: Map
     return True
 
 
+def residual(tests: tuple[Test, ...], known: Mapping[str, Scalar]) -> tuple[Test, ...] | None:
+    """The tests left once those on the `known` attributes are applied: None when one of those fails
+    (the `where` cannot match whatever the other attributes are), else the tests on the others. A
+    planner resolves each filter and preference once per plan spec this way, since most read a spec's
+    method, precision or strategy; the conjunction holds iff the known part and the rest both hold."""
+    rest: list[Test] = []
+    for name, holds in tests:
+        if name in known:
+            if not holds(known[name]):
+                return None
+        else:
+            rest.append((name, holds))
+    return tuple(rest)
+
+
 _MISSING = object()
 
 
