@@ -11,7 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.candidates import Option
-from engine.sizing import break_even_hours, owned_cost_per_hour_usd, power_cost_per_hour_usd
+from engine.sizing.cost import (
+    break_even_hours_unchecked,
+    owned_cost_per_hour_usd_unchecked,
+    power_cost_per_hour_usd_unchecked,
+)
 
 DEFAULT_UTILIZATION = 0.7
 """Busy share assumed when the request gives neither a utilization nor the job's length (seed 002,
@@ -75,11 +79,14 @@ def costs(
 
     `rent_per_gpu_hour` is the cheapest on-demand rate for this GPU (for the buy-vs-rent comparison),
     `buy_per_gpu` its purchase price (for a rented option's break-even); either may be unknown.
+
+    The sizing formulas are called unchecked: a planner prices hundreds of plans per request, and
+    every input here is a validated KB or request value (non-negative and finite) or made of them.
     """
     gpus = option.count * copies
     capex = option.capex_usd * copies
     watts = owned_watts(option) * copies
-    power = power_cost_per_hour_usd(watts, usd_per_kwh=use.usd_per_kwh)
+    power = power_cost_per_hour_usd_unchecked(watts, usd_per_kwh=use.usd_per_kwh)
     hourly = option.hourly_rent_usd * copies if option.acquisition == "rent" else power
     horizon = capex + hourly * use.busy_hours
     rent_equivalent = None if rent_per_gpu_hour is None else rent_per_gpu_hour * gpus * use.busy_hours
@@ -88,10 +95,10 @@ def costs(
         break_even = (
             None
             if buy_per_gpu is None
-            else break_even_hours(buy_per_gpu * gpus, hourly, own_usd_per_hour=power)
+            else break_even_hours_unchecked(buy_per_gpu * gpus, hourly, own_usd_per_hour=power)
         )
     elif option.acquisition == "buy" and rent_per_gpu_hour is not None:
-        break_even = break_even_hours(capex, rent_per_gpu_hour * gpus, own_usd_per_hour=power)
+        break_even = break_even_hours_unchecked(capex, rent_per_gpu_hour * gpus, own_usd_per_hour=power)
     else:
         break_even = None
     run_cost = run_power = None
@@ -100,7 +107,9 @@ def costs(
     if use.run_hours is not None:
         if option.acquisition == "buy":
             years = use.horizon_hours / 8760
-            per_hour = owned_cost_per_hour_usd(capex, watts, horizon_years=years, usd_per_kwh=use.usd_per_kwh)
+            per_hour = owned_cost_per_hour_usd_unchecked(
+                capex, watts, horizon_years=years, usd_per_kwh=use.usd_per_kwh
+            )
             run_cost = per_hour * use.run_hours
         else:
             run_cost = hourly * use.run_hours
