@@ -7,6 +7,7 @@ preferences are sets, suggestions are tried in a fixed order.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -151,7 +152,27 @@ def _predicate(op: str, operand: Any) -> Callable[[Scalar], bool]:
         if op == "in":
             return lambda value: isinstance(value, str) and value in members
         return lambda value: not (isinstance(value, str) and value in members)
+    if op in _ORDERINGS and _is_number(operand):
+        # `compare` on a plain int or float value is this float comparison; anything else
+        # (a bool, a str, a number subclass) still goes through `compare`.
+        order, bound = _ORDERINGS[op], float(operand)
+        return lambda value: (
+            order(float(value), bound) if type(value) in _PLAIN_NUMBERS else compare(op, value, operand)
+        )
     return lambda value: compare(op, value, operand)
+
+
+_ORDERINGS: dict[str, Callable[[float, float], bool]] = {
+    "lt": operator.lt,
+    "lte": operator.le,
+    "gt": operator.gt,
+    "gte": operator.ge,
+}
+_PLAIN_NUMBERS = frozenset({int, float})
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def passes(tests: tuple[Test, ...], attrs: Mapping[str, Scalar]) -> bool:
