@@ -29,7 +29,7 @@ from engine.performance import (
     trained_params,
     training_speed,
 )
-from engine.policy import PLAN_ATTRIBUTES, Filter, Policy, Preference, Test, passes_plan, residual
+from engine.policy import PLAN_ATTRIBUTES, Filter, Policy, Preference, SourcedTest, passes_residual, residual
 from engine.sizing import GB
 from engine.workload import Job
 
@@ -80,8 +80,8 @@ class Candidate:
         return {**self.option.attrs, **self.plan_attrs}
 
 
-_SettledFilters = tuple[tuple[Filter, tuple[Test, ...] | None, bool], ...]
-_SettledPreferences = tuple[tuple[Preference, tuple[Test, ...]], ...]
+_SettledFilters = tuple[tuple[Filter, tuple[SourcedTest, ...] | None, bool], ...]
+_SettledPreferences = tuple[tuple[Preference, tuple[SourcedTest, ...]], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,11 +389,13 @@ class Planner:
         for rule_filter, rest, needs_budget in checks.filters:
             if needs_budget and priced is None:
                 priced = self._priced(option, copies, run_hours, speed, plan)
-            if (rest is not None and passes_plan(rest, plan, option_attrs)) != rule_filter.keep_matching:
+            if (rest is not None and passes_residual(rest, plan, option_attrs)) != rule_filter.keep_matching:
                 return Rejection(option, rule_filter.rule, _with_figures(rule_filter, speed))
         if priced is None:
             priced = self._priced(option, copies, run_hours, speed, plan)
-        matched = [p for p, rest in checks.preferences if not rest or passes_plan(rest, plan, option_attrs)]
+        matched = [
+            p for p, rest in checks.preferences if not rest or passes_residual(rest, plan, option_attrs)
+        ]
         return Candidate(
             option=option,
             spec=spec,
@@ -479,13 +481,13 @@ class Planner:
         """`_SpecChecks.filters` and `.preferences` for a spec with these attributes."""
         # `fits` holds on every plan tried (only specs that fit are tried).
         known: dict[str, Scalar] = {**attrs, "fits": True}
-        filters: list[tuple[Filter, tuple[Test, ...] | None, bool]] = []
+        filters: list[tuple[Filter, tuple[SourcedTest, ...] | None, bool]] = []
         for rule_filter in self.plan_filters:
             rest = residual(rule_filter.tests, known)
             keeps = rule_filter.keep_matching
             if (rest is None and not keeps) or (rest == () and keeps):
                 continue  # its verdict on this spec is to keep every option
-            needs_budget = rest is not None and any(name == "within_budget" for name, _ in rest)
+            needs_budget = rest is not None and any(name == "within_budget" for name, _, _ in rest)
             filters.append((rule_filter, rest, needs_budget))
         preferences = tuple(
             (p, rest) for p in self.policy.preferences if (rest := residual(p.tests, known)) is not None

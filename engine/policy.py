@@ -19,6 +19,9 @@ from engine.refengine import Facts, Outcome, compare, render
 Where = Mapping[CandidateAttribute, Scalar | Comparisons]
 Test = tuple[str, "Callable[[Scalar], bool]"]
 """One compiled comparison of a `where`: (attribute, predicate on its value)."""
+SourcedTest = tuple[str, "Callable[[Scalar], bool]", bool]
+"""A `Test` and whether its attribute is a plan's (PLAN_ATTRIBUTES) rather than the option's: the
+planner tests hundreds of plans per request, so where each attribute lives is settled once."""
 OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in")
 
 PLAN_ATTRIBUTES = frozenset(
@@ -194,19 +197,30 @@ def passes_plan(tests: tuple[Test, ...], plan: Mapping[str, Scalar], option: Map
     return True
 
 
-def residual(tests: tuple[Test, ...], known: Mapping[str, Scalar]) -> tuple[Test, ...] | None:
+def residual(tests: tuple[Test, ...], known: Mapping[str, Scalar]) -> tuple[SourcedTest, ...] | None:
     """The tests left once those on the `known` attributes are applied: None when one of those fails
     (the `where` cannot match whatever the other attributes are), else the tests on the others. A
     planner resolves each filter and preference once per plan spec this way, since most read a spec's
     method, precision or strategy; the conjunction holds iff the known part and the rest both hold."""
-    rest: list[Test] = []
+    rest: list[SourcedTest] = []
     for name, holds in tests:
         if name in known:
             if not holds(known[name]):
                 return None
         else:
-            rest.append((name, holds))
+            rest.append((name, holds, name in PLAN_ATTRIBUTES))
     return tuple(rest)
+
+
+def passes_residual(
+    tests: tuple[SourcedTest, ...], plan: Mapping[str, Scalar], option: Mapping[str, Scalar]
+) -> bool:
+    """`passes_plan` over tests that say which mapping their attribute is in."""
+    for name, holds, on_plan in tests:
+        value = (plan if on_plan else option).get(name, _MISSING)
+        if value is _MISSING or not holds(value):  # type: ignore[arg-type]
+            return False
+    return True
 
 
 _MISSING = object()

@@ -104,5 +104,5 @@ def test_residual_settles_what_is_known() -> None:
     tests = compile_where({"precision": "bf16", "bf16_native": False})
     assert residual(tests, {"precision": "fp16"}) is None
     rest = residual(tests, {"precision": "bf16"})
-    assert rest is not None and [name for name, _ in rest] == ["bf16_native"]
+    assert rest is not None and [name for name, _, _ in rest] == ["bf16_native"]
     assert residual(tests, {"precision": "bf16", "bf16_native": False}) == ()
