@@ -11,7 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.candidates import Option
-from engine.sizing import break_even_hours, owned_cost_per_hour_usd, power_cost_per_hour_usd
+from engine.sizing.cost import (
+    break_even_hours_unchecked,
+    owned_cost_per_hour_usd_unchecked,
+    power_cost_per_hour_usd_unchecked,
+)
 
 DEFAULT_UTILIZATION = 0.7
 """Busy share assumed when the request gives neither a utilization nor the job's length (seed 002,
@@ -75,49 +79,57 @@ def costs(
 
     `rent_per_gpu_hour` is the cheapest on-demand rate for this GPU (for the buy-vs-rent comparison),
     `buy_per_gpu` its purchase price (for a rented option's break-even); either may be unknown.
+
+    The sizing formulas are called unchecked: a planner prices hundreds of plans per request, and
+    every input here is a validated KB or request value (non-negative and finite) or made of them.
     """
+    # Fields read into locals once: this runs for most plans of every request.
+    acquisition = option.acquisition
+    busy, run_hours, usd_per_kwh = use.busy_hours, use.run_hours, use.usd_per_kwh
     gpus = option.count * copies
     capex = option.capex_usd * copies
     watts = owned_watts(option) * copies
-    power = power_cost_per_hour_usd(watts, usd_per_kwh=use.usd_per_kwh)
-    hourly = option.hourly_rent_usd * copies if option.acquisition == "rent" else power
-    horizon = capex + hourly * use.busy_hours
-    rent_equivalent = None if rent_per_gpu_hour is None else rent_per_gpu_hour * gpus * use.busy_hours
-    if option.acquisition == "rent":
+    power = power_cost_per_hour_usd_unchecked(watts, usd_per_kwh=usd_per_kwh)
+    hourly = option.hourly_rent_usd * copies if acquisition == "rent" else power
+    horizon = capex + hourly * busy
+    rent_equivalent = None if rent_per_gpu_hour is None else rent_per_gpu_hour * gpus * busy
+    if acquisition == "rent":
         rent_equivalent = horizon
         break_even = (
             None
             if buy_per_gpu is None
-            else break_even_hours(buy_per_gpu * gpus, hourly, own_usd_per_hour=power)
+            else break_even_hours_unchecked(buy_per_gpu * gpus, hourly, own_usd_per_hour=power)
         )
-    elif option.acquisition == "buy" and rent_per_gpu_hour is not None:
-        break_even = break_even_hours(capex, rent_per_gpu_hour * gpus, own_usd_per_hour=power)
+    elif acquisition == "buy" and rent_per_gpu_hour is not None:
+        break_even = break_even_hours_unchecked(capex, rent_per_gpu_hour * gpus, own_usd_per_hour=power)
     else:
         break_even = None
     run_cost = run_power = None
-    if use.run_hours is not None and option.acquisition != "rent":
-        run_power = power * use.run_hours
-    if use.run_hours is not None:
-        if option.acquisition == "buy":
+    if run_hours is not None:
+        if acquisition != "rent":
+            run_power = power * run_hours
+        if acquisition == "buy":
             years = use.horizon_hours / 8760
-            per_hour = owned_cost_per_hour_usd(capex, watts, horizon_years=years, usd_per_kwh=use.usd_per_kwh)
-            run_cost = per_hour * use.run_hours
+            per_hour = owned_cost_per_hour_usd_unchecked(
+                capex, watts, horizon_years=years, usd_per_kwh=usd_per_kwh
+            )
+            run_cost = per_hour * run_hours
         else:
-            run_cost = hourly * use.run_hours
-    tokens = aggregate_tokens_per_s * copies * 3600 * use.busy_hours
+            run_cost = hourly * run_hours
+    tokens = aggregate_tokens_per_s * copies * 3600 * busy
     return Costs(
         capex_usd=capex,
         hourly_usd=hourly,
         monthly_usd=hourly * HOURS_PER_MONTH * use.utilization,
         cost_per_1m_tokens_usd=horizon / tokens * 1e6 if tokens > 0 and horizon > 0 else None,
-        gpu_hours=None if use.run_hours is None else use.run_hours * gpus,
+        gpu_hours=None if run_hours is None else run_hours * gpus,
         run_cost_usd=run_cost,
         break_even_hours=break_even,
         horizon_cost_usd=horizon,
         rent_cost_over_horizon_usd=rent_equivalent,
         run_power_usd=run_power,
-        run_hours=use.run_hours if use.run_hours is not None and use.busy_hours == use.run_hours else None,
-        busy_hours=use.busy_hours,
+        run_hours=run_hours if run_hours is not None and busy == run_hours else None,
+        busy_hours=busy,
     )
 
 

@@ -17,24 +17,27 @@ from engine.sizing import (
     GB,
     LORA_ALL_LINEAR,
     TFLOPS,
-    allreduce_seconds,
     decode_bytes_per_step,
-    decode_step_seconds,
     forward_flops_per_token,
     kv_cache_bytes_per_token,
     lora_params,
-    max_concurrent_sequences,
     moe_decode_params_read,
     paged_tokens,
-    tensor_parallel_comm_seconds,
     total_params,
     weight_bytes_per_param,
     weights_bytes,
 )
+from engine.sizing._checks import check_positive
 from engine.sizing.conventions import (
     FULL_RECOMPUTE_FLOPS_PER_PARAM_TOKEN,
     MFU,
     TRAINING_FLOPS_PER_PARAM_TOKEN,
+)
+from engine.sizing.inference_memory import max_concurrent_sequences_unchecked
+from engine.sizing.throughput import (
+    allreduce_seconds_unchecked,
+    decode_step_seconds_unchecked,
+    tensor_parallel_comm_seconds_unchecked,
 )
 from engine.workload import Job
 
@@ -94,6 +97,8 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
     sequences = micro_batch(job, layout)
     read_params = moe_decode_params_read(job.shape, sequences) * job.params / total_params(job.shape)
     kv_per_token = kv_cache_bytes_per_token(job.shape, kv_dtype(job, layout.precision))
+    # Checked here once per layout: the speed on every GPU reads it unchecked.
+    kv_per_sequence = check_positive("kv_bytes_per_sequence", kv_per_token * paged_tokens(job.seq_len))
     step_bytes = decode_bytes_per_step(
         read_params * weight_bytes_per_param(precision), kv_per_token * job.seq_len, sequences
     )
@@ -102,7 +107,7 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
         step_bytes=step_bytes,
         flops_per_token=forward_flops_per_token(job.active_params),
         weights_bytes=weights_bytes(job.params, precision),
-        kv_bytes_per_sequence=kv_per_token * paged_tokens(job.seq_len),
+        kv_bytes_per_sequence=kv_per_sequence,
     )
 
 
@@ -120,7 +125,7 @@ def inference_speed(
         return None
     work = work or decode_work(job, layout)
     ways = layout.tp if layout.split == "tensor" else 1
-    step = decode_step_seconds(
+    step = decode_step_seconds_unchecked(
         work.sequences,
         work.flops_per_token,
         work.step_bytes,
@@ -128,10 +133,11 @@ def inference_speed(
         gpu.memory_bandwidth_gbs * GB * ways,
     )
     if layout.split == "tensor" and layout.tp > 1:
-        step += tensor_parallel_comm_seconds(
-            work.sequences, job.shape.hidden_size, job.shape.n_layers, layout.tp, links.gpu_to_gpu
+        link = check_positive("link_bandwidth_bytes_per_s", links.gpu_to_gpu)  # a KB link may be 0
+        step += tensor_parallel_comm_seconds_unchecked(
+            work.sequences, job.shape.hidden_size, job.shape.n_layers, layout.tp, link
         )
-    concurrent = max_concurrent_sequences(
+    concurrent = max_concurrent_sequences_unchecked(
         gpu.memory_gb * GB, work.weights_bytes, work.kv_bytes_per_sequence, n_gpus=layout.tp
     )
     per_sequence = 1.0 / step
@@ -170,12 +176,14 @@ def training_speed(
     if trained is None:
         trained = trained_params(job, layout.method)
     link = links.gpu_to_gpu if nodes == 1 else min(links.gpu_to_gpu, links.inter_node)
+    if layout.dp > 1 or layout.tp > 1:  # the sizing below is unchecked, and a KB link may be 0
+        link = check_positive("link_bandwidth_bytes_per_s", link)
     if layout.dp > 1:
         volume = ZERO3_COMM_VOLUME if layout.sharded or layout.offload else 1.0
-        step += volume * allreduce_seconds(2.0 * trained / layout.tp, layout.dp, link)
+        step += volume * allreduce_seconds_unchecked(2.0 * trained / layout.tp, layout.dp, link)
     if layout.tp > 1:
         tokens = max(1, step_tokens // layout.dp)
-        step += TP_TRAINING_COMM_FACTOR * tensor_parallel_comm_seconds(
+        step += TP_TRAINING_COMM_FACTOR * tensor_parallel_comm_seconds_unchecked(
             tokens, job.shape.hidden_size, job.shape.n_layers, layout.tp, link
         )
     if layout.offload:

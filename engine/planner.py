@@ -11,7 +11,7 @@ option's plan. Memory depends only on the layout, so it is computed once per lay
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from math import ceil
 from types import MappingProxyType
@@ -23,14 +23,13 @@ from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
 from engine.performance import (
     DecodeWork,
-    Links,
     Speed,
     decode_work,
     inference_speed,
     trained_params,
     training_speed,
 )
-from engine.policy import PLAN_ATTRIBUTES, Filter, Policy
+from engine.policy import PLAN_ATTRIBUTES, Filter, Policy, Preference, SourcedTest, passes_residual, residual
 from engine.sizing import GB
 from engine.workload import Job
 
@@ -83,6 +82,25 @@ class Candidate:
         return {**self.option.attrs, **self.plan_attrs}
 
 
+_SettledFilters = tuple[tuple[Filter, tuple[SourcedTest, ...] | None, bool], ...]
+_SettledPreferences = tuple[tuple[Preference, tuple[SourcedTest, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _SpecChecks:
+    """The plan filters and preferences left to test on an option once a spec's attributes are known."""
+
+    filters: _SettledFilters
+    """(filter, its tests on other attributes or None when its spec part fails, whether they read
+    `within_budget`), in the policy's order, without those that cannot reject on this spec"""
+    preferences: _SettledPreferences
+    """(preference, its tests on other attributes), without those that cannot hold on this spec"""
+    attrs: Mapping[str, Scalar]
+    """the spec's own plan attributes (`Planner._spec_attrs`)"""
+    native: str | None
+    """the option attribute that says whether the GPU runs the spec's precision natively (None: any does)"""
+
+
 @dataclass(slots=True)
 class _SizedSpec:
     """A spec and, once needed, its memory per GPU (filled in place: the planner's own cache)."""
@@ -90,6 +108,9 @@ class _SizedSpec:
     spec: Spec
     memory: Breakdown | None = None
     total: float = 0.0
+    speeds: dict[tuple[str, float, float, float, int], Speed | None] = field(default_factory=dict)
+    """the spec's speed by GPU model, links (gpu-to-gpu, inter-node, host) and nodes; filled by
+    `Planner._try`, shared with relaxed planners as the entries are (speed ignores filters)"""
 
 
 @dataclass(slots=True, eq=False)
@@ -135,7 +156,6 @@ class Planner:
         )
         self.option_filters = tuple(f for f in policy.filters if not f.per_plan)
         self.plan_filters = tuple(f for f in policy.filters if f.per_plan)
-        self._plan_filters_budget = tuple((f, "within_budget" in f.where) for f in self.plan_filters)
         required = facts.get("sizing.required_tokens_per_s")
         self.required_tps = None if required is None else _number(required)
         per_user = facts.get("sizing.per_user_tokens_per_s")
@@ -152,10 +172,11 @@ class Planner:
             else ()
         )
         self._memory: dict[Layout, Breakdown] = {}
-        self._speeds: dict[tuple[str, Layout, Links, int], Speed | None] = {}
         self._spec_entries: dict[tuple[int, int], list[_SizedSpec]] = {}
         self._least_memory: dict[tuple[int, int], float] = {}
         self._spec_attr_cache: dict[int, dict[str, Scalar]] = {}
+        self._spec_checks: dict[int, _SpecChecks] = {}
+        self._residuals: dict[tuple[Scalar, ...], tuple[_SettledFilters, _SettledPreferences]] = {}
         self._usage: dict[float | None, Usage] = {}
         self._decode_work: dict[Layout, DecodeWork] = {}
         self._trained: dict[str, float] = {}
@@ -167,11 +188,7 @@ class Planner:
         relaxed.rent_rates, relaxed.buy_prices = self.rent_rates, self.buy_prices
         relaxed._memory, relaxed._spec_entries = self._memory, self._spec_entries
         relaxed._least_memory = self._least_memory
-        relaxed._speeds, relaxed._decode_work, relaxed._trained = (
-            self._speeds,
-            self._decode_work,
-            self._trained,
-        )
+        relaxed._decode_work, relaxed._trained = self._decode_work, self._trained
         return relaxed
 
     # --- plan space ----------------------------------------------------------------------------
@@ -187,10 +204,8 @@ class Planner:
         return found
 
     def speed(self, option: Option, layout: Layout) -> Speed | None:
-        """Tokens/s of a layout on an option's GPUs; the same for every offer and price of them."""
-        key = (option.gpu.id, layout, option.links, option.nodes)
-        if key in self._speeds:
-            return self._speeds[key]
+        """Tokens/s of a layout on an option's GPUs; the same for every offer and price of them
+        (`_try` keeps them per spec entry)."""
         if layout.method == "inference":
             work = self._decode_work.get(layout)
             if work is None:
@@ -203,7 +218,6 @@ class Planner:
             speed = training_speed(
                 self.job, option.gpu, layout, option.links, nodes=option.nodes, trained=trained
             )
-        self._speeds[key] = speed
         return speed
 
     def fitting(self, count: int, per_node: int, capacity_gb: float) -> list[Spec]:
@@ -310,7 +324,7 @@ class Planner:
                 host_short = host  # CPU offload needs more RAM than the machine has
                 continue
             fitted = True
-            outcome = self._try(option, entry.spec, capacity, memory)
+            outcome = self._try(option, entry, capacity, memory)
             if isinstance(outcome, Candidate):
                 return outcome
             if outcome is not None:
@@ -346,35 +360,53 @@ class Planner:
         )
 
     def _try(
-        self, option: Option, spec: Spec, capacity: float, memory: Breakdown
+        self, option: Option, entry: _SizedSpec, capacity: float, memory: Breakdown
     ) -> Candidate | Rejection | None:
-        """The plan of `spec` on the option, which fits its memory (`memory` per GPU)."""
-        layout, job = spec.layout, self.job
-        speed = self.speed(option, layout)
+        """The plan of the entry's spec on the option, which fits its memory (`memory` per GPU)."""
+        spec, job = entry.spec, self.job
+        links = option.links
+        # A key of plain values: hashing the Layout and Links dataclasses per plan costs more.
+        key = (option.gpu.id, links.gpu_to_gpu, links.inter_node, links.host, option.nodes)
+        speeds = entry.speeds
+        if key in speeds:
+            speed = speeds[key]
+        else:
+            speed = speeds[key] = self.speed(option, spec.layout)
         if speed is None:
             return None
         copies = 1
         if self.required_tps is not None:
             copies = max(1, ceil(self.required_tps / speed.aggregate_tokens_per_s))
-        run_hours = speed.training_hours if speed.training_hours is not None else job.job_hours
-        plan = self._plan_attrs(option, spec, capacity, copies)
-        plan["finishes_in_time"] = (
-            job.deadline_hours is None
-            or speed.training_hours is None
-            or speed.training_hours <= job.deadline_hours
-        )
-        plan["fast_enough_per_user"] = self.per_user_tps is None or speed.tokens_per_s >= self.per_user_tps
+        hours = speed.training_hours
+        run_hours = hours if hours is not None else job.job_hours
+        checks = self._spec_checks.get(id(spec)) or self._checks(spec)
+        option_attrs = option.attrs
+        gpus = option.count * copies
+        c = self.request.constraints
+        # One dict literal, in the order `_count_attrs` and the rest used to be added.
+        plan: dict[str, Scalar] = {
+            **checks.attrs,
+            "precision_native": True if checks.native is None else bool(option_attrs[checks.native]),
+            "fits": True,  # only specs that fit are tried
+            "within_max_gpus": c.max_gpus is None or gpus <= c.max_gpus,
+            "matches_gpu_count": c.gpu_count is None or gpus == c.gpu_count,
+            "gpu_count": gpus,
+            "finishes_in_time": job.deadline_hours is None or hours is None or hours <= job.deadline_hours,
+            "fast_enough_per_user": self.per_user_tps is None or speed.tokens_per_s >= self.per_user_tps,
+        }
         priced: Costs | None = None
         # Costs are computed when a filter needs `within_budget`, or once every filter has passed:
         # most rejected plans never need them. Filters still run in the policy's order.
-        for rule_filter, needs_budget in self._plan_filters_budget:
+        for rule_filter, rest, needs_budget in checks.filters:
             if needs_budget and priced is None:
                 priced = self._priced(option, copies, run_hours, speed, plan)
-            if rule_filter.rejects_plan(plan, option.attrs):
+            if (rest is not None and passes_residual(rest, plan, option_attrs)) != rule_filter.keep_matching:
                 return Rejection(option, rule_filter.rule, _with_figures(rule_filter, speed))
         if priced is None:
             priced = self._priced(option, copies, run_hours, speed, plan)
-        matched = [p for p in self.policy.preferences if p.holds_for_plan(plan, option.attrs)]
+        matched = [
+            p for p, rest in checks.preferences if not rest or passes_residual(rest, plan, option_attrs)
+        ]
         return Candidate(
             option=option,
             spec=spec,
@@ -417,21 +449,6 @@ class Planner:
         attrs["within_budget"] = budget is None or spend(priced, option.acquisition) <= budget
         return priced
 
-    def _plan_attrs(self, option: Option, spec: Spec, capacity: float, copies: int) -> dict[str, Scalar]:
-        """The plan's attributes but `within_budget` (see `_priced`)."""
-        layout = spec.layout
-        plan = dict(self._spec_attrs(spec))
-        plan["precision_native"] = bool(
-            option.attrs["bf16_native"]
-            if layout.precision == "bf16"
-            else option.attrs["fp8_native"]
-            if layout.precision == "fp8"
-            else True
-        )
-        plan["fits"] = True  # only specs that fit are tried
-        plan.update(self._count_attrs(option.count * copies))
-        return plan
-
     def _spec_attrs(self, spec: Spec) -> dict[str, Scalar]:
         """The attributes a spec has on any GPU, computed once per spec."""
         found = self._spec_attr_cache.get(id(spec))  # specs live as long as the planner: ids are stable
@@ -452,6 +469,41 @@ class Planner:
                 or spec.strategy in c.parallelism,
             }
         return found
+
+    def _checks(self, spec: Spec) -> _SpecChecks:
+        """The plan filters and preferences with the tests on the spec's own attributes applied,
+        once per spec: most read its method, precision or strategy, so on most specs they are
+        settled before any option is seen."""
+        found = self._spec_checks.get(id(spec))  # ids are stable, as in `_spec_attrs`
+        if found is None:
+            attrs = self._spec_attrs(spec)
+            # Specs that differ only in what no rule reads (data-parallel ranks, checkpointing, the
+            # GPU count) have the same attributes: the residual tests depend on those alone.
+            values = tuple(attrs.values())
+            settled = self._residuals.get(values)
+            if settled is None:
+                settled = self._residuals[values] = self._settle(attrs)
+            precision = spec.layout.precision
+            native = "bf16_native" if precision == "bf16" else "fp8_native" if precision == "fp8" else None
+            found = self._spec_checks[id(spec)] = _SpecChecks(*settled, attrs, native)
+        return found
+
+    def _settle(self, attrs: Mapping[str, Scalar]) -> tuple[_SettledFilters, _SettledPreferences]:
+        """`_SpecChecks.filters` and `.preferences` for a spec with these attributes."""
+        # `fits` holds on every plan tried (only specs that fit are tried).
+        known: dict[str, Scalar] = {**attrs, "fits": True}
+        filters: list[tuple[Filter, tuple[SourcedTest, ...] | None, bool]] = []
+        for rule_filter in self.plan_filters:
+            rest = residual(rule_filter.tests, known)
+            keeps = rule_filter.keep_matching
+            if (rest is None and not keeps) or (rest == () and keeps):
+                continue  # its verdict on this spec is to keep every option
+            needs_budget = rest is not None and any(name == "within_budget" for name, _, _ in rest)
+            filters.append((rule_filter, rest, needs_budget))
+        preferences = tuple(
+            (p, rest) for p in self.policy.preferences if (rest := residual(p.tests, known)) is not None
+        )
+        return tuple(filters), preferences
 
     def reads_provider(self) -> bool:
         """Whether a plan filter or a preference looks at which provider rents the option."""

@@ -7,6 +7,7 @@ preferences are sets, suggestions are tried in a fixed order.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -18,6 +19,9 @@ from engine.refengine import Facts, Outcome, compare, render
 Where = Mapping[CandidateAttribute, Scalar | Comparisons]
 Test = tuple[str, "Callable[[Scalar], bool]"]
 """One compiled comparison of a `where`: (attribute, predicate on its value)."""
+SourcedTest = tuple[str, "Callable[[Scalar], bool]", bool]
+"""A `Test` and whether its attribute is a plan's (PLAN_ATTRIBUTES) rather than the option's: the
+planner tests hundreds of plans per request, so where each attribute lives is settled once."""
 OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in")
 
 PLAN_ATTRIBUTES = frozenset(
@@ -151,7 +155,27 @@ def _predicate(op: str, operand: Any) -> Callable[[Scalar], bool]:
         if op == "in":
             return lambda value: isinstance(value, str) and value in members
         return lambda value: not (isinstance(value, str) and value in members)
+    if op in _ORDERINGS and _is_number(operand):
+        # `compare` on a plain int or float value is this float comparison; anything else
+        # (a bool, a str, a number subclass) still goes through `compare`.
+        order, bound = _ORDERINGS[op], float(operand)
+        return lambda value: (
+            order(float(value), bound) if type(value) in _PLAIN_NUMBERS else compare(op, value, operand)
+        )
     return lambda value: compare(op, value, operand)
+
+
+_ORDERINGS: dict[str, Callable[[float, float], bool]] = {
+    "lt": operator.lt,
+    "lte": operator.le,
+    "gt": operator.gt,
+    "gte": operator.ge,
+}
+_PLAIN_NUMBERS = frozenset({int, float})
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def passes(tests: tuple[Test, ...], attrs: Mapping[str, Scalar]) -> bool:
@@ -168,6 +192,32 @@ def passes_plan(tests: tuple[Test, ...], plan: Mapping[str, Scalar], option: Map
     copy per plan: this runs for every plan of every option)."""
     for name, holds in tests:
         value = (plan if name in PLAN_ATTRIBUTES else option).get(name, _MISSING)
+        if value is _MISSING or not holds(value):  # type: ignore[arg-type]
+            return False
+    return True
+
+
+def residual(tests: tuple[Test, ...], known: Mapping[str, Scalar]) -> tuple[SourcedTest, ...] | None:
+    """The tests left once those on the `known` attributes are applied: None when one of those fails
+    (the `where` cannot match whatever the other attributes are), else the tests on the others. A
+    planner resolves each filter and preference once per plan spec this way, since most read a spec's
+    method, precision or strategy; the conjunction holds iff the known part and the rest both hold."""
+    rest: list[SourcedTest] = []
+    for name, holds in tests:
+        if name in known:
+            if not holds(known[name]):
+                return None
+        else:
+            rest.append((name, holds, name in PLAN_ATTRIBUTES))
+    return tuple(rest)
+
+
+def passes_residual(
+    tests: tuple[SourcedTest, ...], plan: Mapping[str, Scalar], option: Mapping[str, Scalar]
+) -> bool:
+    """`passes_plan` over tests that say which mapping their attribute is in."""
+    for name, holds, on_plan in tests:
+        value = (plan if on_plan else option).get(name, _MISSING)
         if value is _MISSING or not holds(value):  # type: ignore[arg-type]
             return False
     return True

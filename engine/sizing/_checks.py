@@ -2,7 +2,10 @@
 
 Every public sizing function validates its arguments with these helpers, so invalid input (negative, zero
 where zero is meaningless, NaN, infinity, a bool or a string where a number is expected, an unknown
-enumeration value) raises ``ValueError`` with a message that names the offending argument.
+enumeration value) raises ``ValueError`` with a message that names the offending argument. The few
+``*_unchecked`` functions are the same formulas without the checks (each public function checks its
+arguments, then calls its core), for the planner's hot path, whose inputs are validated KB and request
+values checked once.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ __all__ = [
     "check_positive",
     "check_positive_int",
 ]
+
+
+_INF = math.inf
 
 
 def _number(name: str, value: object) -> float:
@@ -36,6 +42,10 @@ def _number(name: str, value: object) -> float:
 
 def check_positive(name: str, value: object) -> float:
     """``value`` as a float; ``ValueError`` unless it is a finite number > 0."""
+    # Fast path for the common valid case (hot: every sizing call). NaN fails both comparisons and
+    # infinity the upper bound, so only a finite positive float returns here; the rest is checked below.
+    if type(value) is float and 0.0 < value < _INF:
+        return value
     number = _number(name, value)
     if number <= 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
@@ -44,6 +54,8 @@ def check_positive(name: str, value: object) -> float:
 
 def check_non_negative(name: str, value: object) -> float:
     """``value`` as a float; ``ValueError`` unless it is a finite number >= 0."""
+    if type(value) is float and 0.0 <= value < _INF:  # fast path, as in check_positive
+        return value
     number = _number(name, value)
     if number < 0:
         raise ValueError(f"{name} must be >= 0, got {value!r}")
@@ -52,6 +64,8 @@ def check_non_negative(name: str, value: object) -> float:
 
 def check_fraction(name: str, value: object, *, allow_zero: bool = False) -> float:
     """``value`` as a float; ``ValueError`` unless it lies in (0, 1] (or [0, 1] with ``allow_zero``)."""
+    if type(value) is float and 0.0 < value <= 1.0:  # fast path: in range either way
+        return value
     number = _number(name, value)
     low_ok = number >= 0 if allow_zero else number > 0
     if not low_ok or number > 1:
@@ -62,6 +76,8 @@ def check_fraction(name: str, value: object, *, allow_zero: bool = False) -> flo
 
 def check_positive_int(name: str, value: object) -> int:
     """``value`` unchanged; ``ValueError`` unless it is an int >= 1 (bools are rejected)."""
+    if type(value) is int and value >= 1:  # fast path (type() is int excludes bool and subclasses)
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if value < 1:
@@ -71,6 +87,8 @@ def check_positive_int(name: str, value: object) -> int:
 
 def check_non_negative_int(name: str, value: object) -> int:
     """``value`` unchanged; ``ValueError`` unless it is an int >= 0 (bools are rejected)."""
+    if type(value) is int and value >= 0:  # fast path, as in check_positive_int
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if value < 0:

@@ -99,11 +99,18 @@ def run_cost_usd(gpu_hours_used: float, usd_per_gpu_hour: float) -> float:
 
 def power_cost_per_hour_usd(power_watts: float, *, usd_per_kwh: float = ELECTRICITY_USD_PER_KWH) -> float:
     """Electricity cost of running at ``power_watts`` for one hour (USD/h): ``W / 1000 x usd_per_kwh``."""
-    return (
-        check_non_negative("power_watts", power_watts)
-        / 1000.0
-        * check_non_negative("usd_per_kwh", usd_per_kwh)
+    return power_cost_per_hour_usd_unchecked(
+        check_non_negative("power_watts", power_watts),
+        usd_per_kwh=check_non_negative("usd_per_kwh", usd_per_kwh),
     )
+
+
+def power_cost_per_hour_usd_unchecked(
+    power_watts: float, *, usd_per_kwh: float = ELECTRICITY_USD_PER_KWH
+) -> float:
+    """:func:`power_cost_per_hour_usd` without the argument checks, for callers whose inputs are already
+    valid (a planner prices hundreds of plans per request from validated KB and request values)."""
+    return power_watts / 1000.0 * usd_per_kwh
 
 
 def owned_cost_per_hour_usd(
@@ -121,7 +128,22 @@ def owned_cost_per_hour_usd(
     """
     capex = check_non_negative("capex_usd", capex_usd)
     years = check_positive("horizon_years", horizon_years)
-    return capex / (years * HOURS_PER_YEAR) + power_cost_per_hour_usd(power_watts, usd_per_kwh=usd_per_kwh)
+    watts = check_non_negative("power_watts", power_watts)
+    rate = check_non_negative("usd_per_kwh", usd_per_kwh)
+    return owned_cost_per_hour_usd_unchecked(capex, watts, horizon_years=years, usd_per_kwh=rate)
+
+
+def owned_cost_per_hour_usd_unchecked(
+    capex_usd: float,
+    power_watts: float,
+    *,
+    horizon_years: float = HARDWARE_HORIZON_YEARS,
+    usd_per_kwh: float = ELECTRICITY_USD_PER_KWH,
+) -> float:
+    """:func:`owned_cost_per_hour_usd` without the argument checks (see
+    :func:`power_cost_per_hour_usd_unchecked`)."""
+    power = power_cost_per_hour_usd_unchecked(power_watts, usd_per_kwh=usd_per_kwh)
+    return capex_usd / (horizon_years * HOURS_PER_YEAR) + power
 
 
 def cost_per_million_tokens_owned_usd(
@@ -173,9 +195,17 @@ def break_even_hours(
     capex = check_non_negative("capex_usd", capex_usd)
     rent = check_non_negative("rent_usd_per_hour", rent_usd_per_hour)
     own = check_non_negative("own_usd_per_hour", own_usd_per_hour)
-    if rent <= own:
+    return break_even_hours_unchecked(capex, rent, own_usd_per_hour=own)
+
+
+def break_even_hours_unchecked(
+    capex_usd: float, rent_usd_per_hour: float, *, own_usd_per_hour: float = 0.0
+) -> float | None:
+    """:func:`break_even_hours` without the argument checks (see
+    :func:`power_cost_per_hour_usd_unchecked`)."""
+    if rent_usd_per_hour <= own_usd_per_hour:
         return None
-    hours = capex / (rent - own)
+    hours = capex_usd / (rent_usd_per_hour - own_usd_per_hour)
     # A margin so thin that the quotient overflows means buying never pays back.
     return hours if math.isfinite(hours) else None
 

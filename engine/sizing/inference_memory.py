@@ -251,7 +251,23 @@ def max_concurrent_sequences(
     n = check_positive_int("n_gpus", n_gpus)
     util = check_fraction("gpu_memory_utilization", gpu_memory_utilization)
     act = check_non_negative("activation_reserve_bytes", activation_reserve_bytes)
-    free = n * memory * util - w - act
+    return max_concurrent_sequences_unchecked(
+        memory, w, kv, n_gpus=n, gpu_memory_utilization=util, activation_reserve_bytes=act
+    )
+
+
+def max_concurrent_sequences_unchecked(
+    gpu_memory_bytes: float,
+    weights: float,
+    kv_bytes_per_sequence: float,
+    *,
+    n_gpus: int = 1,
+    gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
+    activation_reserve_bytes: float = 0.0,
+) -> int:
+    """:func:`max_concurrent_sequences` without the argument checks, for callers whose inputs are
+    already valid (a planner sizes hundreds of plans per request from validated KB values)."""
+    free = n_gpus * gpu_memory_bytes * gpu_memory_utilization - weights - activation_reserve_bytes
     if free <= 0:
         return 0
-    return math.floor(free / kv)
+    return math.floor(free / kv_bytes_per_sequence)

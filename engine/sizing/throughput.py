@@ -135,13 +135,30 @@ def decode_step_seconds(
     al. 2009 (roofline); Pope et al. 2022, Sec. 3.
     """
     b = check_positive_int("batch", batch)
-    compute = compute_seconds(
-        b * check_positive("flops_per_token", flops_per_token), peak_flops_per_s, mfu=mfu
-    )
-    memory = check_positive("bytes_per_step", bytes_per_step) / (
-        check_positive("memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s)
-        * check_fraction("bandwidth_efficiency", bandwidth_efficiency)
-    )
+    f = check_positive("flops_per_token", flops_per_token)
+    check_non_negative("flops", b * f)  # the product may overflow (compute_seconds checks it)
+    peak = check_positive("peak_flops_per_s", peak_flops_per_s)
+    m = check_fraction("mfu", mfu)
+    need = check_positive("bytes_per_step", bytes_per_step)
+    bw = check_positive("memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s)
+    eff = check_fraction("bandwidth_efficiency", bandwidth_efficiency)
+    return decode_step_seconds_unchecked(b, f, need, peak, bw, mfu=m, bandwidth_efficiency=eff)
+
+
+def decode_step_seconds_unchecked(
+    batch: int,
+    flops_per_token: float,
+    bytes_per_step: float,
+    peak_flops_per_s: float,
+    memory_bandwidth_bytes_per_s: float,
+    *,
+    mfu: float = MFU,
+    bandwidth_efficiency: float = DECODE_BANDWIDTH_EFFICIENCY,
+) -> float:
+    """:func:`decode_step_seconds` without the argument checks, for callers whose inputs are already
+    valid (a planner sizes hundreds of plans per request from validated KB and request values)."""
+    compute = batch * flops_per_token / (peak_flops_per_s * mfu)
+    memory = bytes_per_step / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
     return max(compute, memory)
 
 
@@ -163,9 +180,20 @@ def allreduce_seconds(
     n = check_positive_int("n_gpus", n_gpus)
     bw = check_positive("link_bandwidth_bytes_per_s", link_bandwidth_bytes_per_s)
     lat = check_non_negative("latency_s", latency_s)
-    if n == 1:
+    return allreduce_seconds_unchecked(msg, n, bw, latency_s=lat)
+
+
+def allreduce_seconds_unchecked(
+    message_bytes: float,
+    n_gpus: int,
+    link_bandwidth_bytes_per_s: float,
+    *,
+    latency_s: float = ALLREDUCE_LATENCY_S,
+) -> float:
+    """:func:`allreduce_seconds` without the argument checks (see :func:`decode_step_seconds_unchecked`)."""
+    if n_gpus == 1:
         return 0.0
-    return lat + 2.0 * (n - 1) / n * msg / bw
+    return latency_s + 2.0 * (n_gpus - 1) / n_gpus * message_bytes / link_bandwidth_bytes_per_s
 
 
 def tensor_parallel_comm_seconds(
@@ -190,9 +218,35 @@ def tensor_parallel_comm_seconds(
     h = check_positive_int("hidden_size", hidden_size)
     layers = check_positive_int("n_layers", n_layers)
     per_layer = check_positive_int("allreduces_per_layer", allreduces_per_layer)
-    message = float(t) * h * check_positive("bytes_per_value", bytes_per_value)
-    one = allreduce_seconds(message, tensor_parallel, link_bandwidth_bytes_per_s, latency_s=latency_s)
-    return layers * per_layer * one
+    value_bytes = check_positive("bytes_per_value", bytes_per_value)
+    # What allreduce_seconds checks, in its order (the message may overflow to infinity).
+    check_non_negative("message_bytes", float(t) * h * value_bytes)
+    n = check_positive_int("n_gpus", tensor_parallel)
+    bw = check_positive("link_bandwidth_bytes_per_s", link_bandwidth_bytes_per_s)
+    lat = check_non_negative("latency_s", latency_s)
+    return tensor_parallel_comm_seconds_unchecked(
+        t, h, layers, n, bw, bytes_per_value=value_bytes, allreduces_per_layer=per_layer, latency_s=lat
+    )
+
+
+def tensor_parallel_comm_seconds_unchecked(
+    tokens: int,
+    hidden_size: int,
+    n_layers: int,
+    tensor_parallel: int,
+    link_bandwidth_bytes_per_s: float,
+    *,
+    bytes_per_value: float = 2.0,
+    allreduces_per_layer: int = 2,
+    latency_s: float = ALLREDUCE_LATENCY_S,
+) -> float:
+    """:func:`tensor_parallel_comm_seconds` without the argument checks (see
+    :func:`decode_step_seconds_unchecked`)."""
+    message = float(tokens) * hidden_size * bytes_per_value
+    one = allreduce_seconds_unchecked(
+        message, tensor_parallel, link_bandwidth_bytes_per_s, latency_s=latency_s
+    )
+    return n_layers * allreduces_per_layer * one
 
 
 def moe_expected_experts(n_experts: int, experts_per_token: int, tokens: int) -> float:
