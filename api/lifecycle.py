@@ -84,6 +84,7 @@ class ServedKB:
             self._watcher.stop()
         if self._own is not None:
             shutil.rmtree(self._own.folder, ignore_errors=True)
+            self._own = None  # a later start (the app started again) makes a new one
 
     def reload(self) -> Reload:
         """Check the KB and rules on disk and, when they are clean, serve them on every worker.

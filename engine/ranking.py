@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import log2
+from math import inf, log2
 
 from engine.planner import Candidate
 
@@ -34,6 +34,7 @@ EXTRA_NODE_FACTOR = 1.5
 """balanced: each node beyond the first must cut the cost by a third (1 - 1/1.5): a cluster adds a
 network, a scheduler and failure modes one machine does not have"""
 SECONDS_PER_HOUR = 3600.0
+MAX_NODES_WEIGHED = 1000
 PREFERENCE_BASE = 4.0
 """a rule's `prefer` weight w scales the measure by 4^-w: -0.1 costs 15%, -0.4 costs 74%, +1 quarters it"""
 SPEED_CREDIT = 3.0
@@ -77,7 +78,9 @@ def wall_clock(candidate: Candidate) -> float:
 def complexity(candidate: Candidate) -> float:
     """The balanced objective's factor on cost for the GPUs and nodes an option takes."""
     nodes = candidate.option.nodes * candidate.copies
-    return float(GPU_DOUBLING_FACTOR ** log2(candidate.gpu_count) * EXTRA_NODE_FACTOR ** (nodes - 1))
+    # past MAX_NODES_WEIGHED extra nodes the factor stops growing (and cannot overflow a float)
+    extra = min(nodes - 1, MAX_NODES_WEIGHED)
+    return float(GPU_DOUBLING_FACTOR ** log2(candidate.gpu_count) * EXTRA_NODE_FACTOR**extra)
 
 
 def measure(candidate: Candidate, objective: str, floor: float | None = None) -> float:
@@ -139,6 +142,6 @@ def rank(candidates: Sequence[Candidate], objective: str, floor: float | None = 
         key = kind(candidate)
         if key not in seen:
             seen.add(key)
-            score = best / value if value > 0 else 1.0
+            score = best / value if 0 < value < inf else 1.0 if value == best else 0.0
             unique.append(Ranked(round(score, 6), candidate, value))
     return unique

@@ -66,6 +66,8 @@ DEFAULT_TOKENS_PER_S_PER_USER = 10.0
 """The decode speed a served sequence needs when the request states none: about twice reading speed
 (people read 4-5 words, 5-7 tokens, a second), the floor below which a chat feels stalled. Offline
 batch jobs that tolerate less say so with `serving.min_tokens_per_s_per_user`."""
+MAX_TOKENS_PER_S_PER_USER = 1e6
+"""the largest per-user speed a request may state (`Serving.min_tokens_per_s_per_user`)"""
 MAX_IN_FLIGHT = 256
 """The most sequences one serving copy is planned to decode together (vLLM's default max_num_seqs)."""
 
@@ -108,7 +110,9 @@ class ServingNeeds:
         stated = [self.min_tokens_per_s_per_user or 0.0]
         if self.latency_p95_s is not None:
             stated.append(self.avg_output_tokens / self.latency_p95_s)
-        return max(stated) or DEFAULT_TOKENS_PER_S_PER_USER
+        # at most the request's own ceiling for a stated floor: a near-zero latency target would
+        # otherwise ask for an infinite speed (and JSON has no infinity)
+        return min(max(stated), MAX_TOKENS_PER_S_PER_USER) or DEFAULT_TOKENS_PER_S_PER_USER
 
     def in_flight(self) -> int | None:
         """Sequences decoding at once at peak, by Little's law (L = arrival rate x time in system):
@@ -118,7 +122,7 @@ class ServingNeeds:
         if self.requests_per_min is None:
             return None
         seconds = self.avg_output_tokens / self.per_user_tps()
-        return max(1, min(MAX_IN_FLIGHT, ceil(self.requests_per_min / 60 * seconds)))
+        return max(1, ceil(min(float(MAX_IN_FLIGHT), self.requests_per_min / 60 * seconds)))
 
 
 @dataclass(frozen=True)
