@@ -5,6 +5,7 @@ these check."""
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import pytest
@@ -36,10 +37,9 @@ def paid(rec: Recommendation) -> float:
 
 SMALL = [
     *itertools.product((0.01, 0.3, 1.0), TASKS, ACQUISITIONS),
-    # Cases where a larger or changed plan is a little cheaper and must not win: 2 x H100 run a 7B
-    # full fine-tune 8% cheaper than 1 x H200; 4 x RTX 4060 Ti or a QLoRA on one small card undercut
-    # one RTX 3090 only by changing the count or the method; an int8 T4 undercuts a 16-bit 7B server.
-    (7.0, "full_finetune", "rent"),
+    # Cases where a larger or changed plan is a little cheaper and must not win: 4 x RTX 4060 Ti or a
+    # QLoRA on one small card undercut one RTX 3090 only by changing the count or the method; an int8
+    # T4 undercuts a 16-bit 7B server.
     (3.0, "full_finetune", "buy"),
     (7.0, "inference", "rent"),
     (7.0, "inference", "buy"),
@@ -167,3 +167,24 @@ def test_a_serving_fleet_is_sized_at_the_sequences_in_flight() -> None:
     assert best.gpu_count == 1
     assert best.throughput.tokens_per_s >= 51.2
     assert best.throughput.aggregate_tokens_per_s >= (answer.requirements.required_tokens_per_s or 0)
+
+
+def test_a_larger_option_ranks_first_only_when_a_quarter_cheaper_per_doubling() -> None:
+    """docs/ranking.md: under `balanced`, an option with more GPUs ranks above one with fewer only when
+    its cost is below 3/4 per doubling of the count (and 2/3 per extra node), read from the answer."""
+    for task in ("full_finetune", "lora", "inference"):
+        answer = ask({"task": task, "params_b": 7}, {"acquisition": "rent"}, top_k=10)
+        recs = answer.recommendations
+        for i, high in enumerate(recs):
+            for low in recs[i + 1 :]:
+                if high.gpu_count > low.gpu_count and high.nodes >= low.nodes:
+                    allowed = low.cost.horizon_cost_usd * (3 / 4) ** math.log2(high.gpu_count / low.gpu_count)
+                    # rules' preferences scale the measure too: only pairs both of whose scores come
+                    # from cost alone are compared (the same preferences matched, so none or equal)
+                    if set(high.trace_steps) != set(low.trace_steps):
+                        continue
+                    assert high.cost.horizon_cost_usd <= allowed * 1.001, (
+                        task,
+                        high.gpu,
+                        low.gpu,
+                    )
