@@ -173,7 +173,7 @@ class Planner:
         )
         self._memory: dict[Layout, Breakdown] = {}
         self._spec_entries: dict[tuple[int, int], list[_SizedSpec]] = {}
-        self._least_memory: dict[tuple[int, int], float] = {}
+        self._least_memory: dict[tuple[int, int, bool], float] = {}
         self._spec_attr_cache: dict[int, dict[str, Scalar]] = {}
         self._spec_checks: dict[int, _SpecChecks] = {}
         self._residuals: dict[tuple[Scalar, ...], tuple[_SettledFilters, _SettledPreferences]] = {}
@@ -235,11 +235,16 @@ class Planner:
         return capacity_gb * GB - self.kept_free(capacity_gb)
 
     def _least(self, count: int, per_node: int) -> float:
-        """The least memory per GPU any spec for this many GPUs needs (bytes; inf when none)."""
-        key = (count, per_node)
+        """The least memory per GPU any spec for this many GPUs needs (bytes; inf when none), among the
+        specs that keep the request's method and precision when only those are planned."""
+        key = (count, per_node, self.as_asked_only)
         found = self._least_memory.get(key)
         if found is None:
-            entries = self._entries(count, per_node)
+            entries = [
+                e
+                for e in self._entries(count, per_node)
+                if not (self.as_asked_only and self._changes_request(e.spec))
+            ]
             found = self._least_memory[key] = min(
                 (self._sized(e).total for e in entries), default=float("inf")
             )
@@ -315,6 +320,8 @@ class Planner:
         host_short: float | None = None
         # Specs in preference order, each sized only when reached: most options take an early one.
         for entry in self._entries(option.count, option.gpus_per_node):
+            if self.as_asked_only and self._changes_request(entry.spec):
+                continue
             memory = entry.memory or self._sized(entry).memory  # inline check: the hot path
             assert memory is not None
             if entry.total > usable:
@@ -448,6 +455,14 @@ class Planner:
         budget = self.request.constraints.budget_usd
         attrs["within_budget"] = budget is None or spend(priced, option.acquisition) <= budget
         return priced
+
+    as_asked_only: bool = False
+    """plan only specs that keep the requested method and precision (the recommender's first pass:
+    substitutes are offered only when nothing runs the job as asked)"""
+
+    def _changes_request(self, spec: Spec) -> bool:
+        attrs = self._spec_attrs(spec)
+        return bool(attrs["method_changed"] or attrs["precision_changed"])
 
     def _spec_attrs(self, spec: Spec) -> dict[str, Scalar]:
         """The attributes a spec has on any GPU, computed once per spec."""

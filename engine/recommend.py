@@ -167,7 +167,13 @@ class Advisor:
         policy = policy_from(outcome, self.rules)
         planner = self.planner(job, policy, request)
         ctx = context_for(request, spot="spot" in policy.suggested("pricing"))
+        # First the plans that keep the requested method and precision; the substitutes are sized
+        # only when none of those passes (they would be dropped by `as_asked` anyway).
+        planner.as_asked_only = True
         search = self.search(planner, ctx, request.constraints.gpu_count)
+        if not search.candidates:
+            planner.as_asked_only = False
+            search = self.search(planner, ctx, request.constraints.gpu_count)
         candidates = as_asked(search.candidates)
         ranked = rank(candidates, request.objective, planner.per_user_tps)
         top = ranked[: request.top_k]
