@@ -3,7 +3,8 @@
     SCHEMATHESIS_HOOKS=tests.schemathesis_hooks schemathesis run URL/openapi.json --checks all ...
 
 Five request rules relate values, which no JSON Schema can state: a MoE's active parameters
-cannot exceed its total (the request's, or its KB model's); n_heads is a multiple of n_kv_heads
+cannot exceed its total (the request's, or its KB model's, also when params_b is given beside the
+model); n_heads is a multiple of n_kv_heads
 (grouped-query attention shares each key/value head among n_heads / n_kv_heads query heads);
 without head_dim, hidden_size is a multiple of n_heads (head_dim = hidden_size / n_heads); the
 parameters an architecture's given sizes imply at the least are at most twice the model's count;
@@ -48,6 +49,7 @@ def within_relational_rules(body: dict[str, Any]) -> dict[str, Any]:
         if isinstance(architecture, dict):
             _whole_heads(architecture)
             _within_params(workload, architecture)
+        _within_model(workload)
         total = _total_params_b(workload)
         if _number(workload.get("active_params_b")) and total is not None:
             workload["active_params_b"] = min(workload["active_params_b"], total)
@@ -81,6 +83,17 @@ def _within_params(workload: dict[str, Any], architecture: dict[str, Any]) -> No
         workload["params_b"] = needed
     else:
         del workload["architecture"]
+
+
+def _within_model(workload: dict[str, Any]) -> None:
+    """A params_b given beside a KB MoE model is raised to the model's active parameters, which the
+    engine uses unless the request gives its own active_params_b."""
+    model = default_advisor().kb.models.get(str(workload.get("model")))
+    params = workload.get("params_b")
+    if model is None or model.active_params_b is None or not _number(params):
+        return
+    if not _number(workload.get("active_params_b")):
+        workload["params_b"] = max(params, model.active_params_b)
 
 
 def _total_params_b(workload: dict[str, Any]) -> float | None:

@@ -91,6 +91,7 @@ SMALL = {"task": "inference", "model": "mistral-7b"}
     "workload",
     [
         {**SMALL, "active_params_b": 9},
+        {"task": "inference", "model": "mixtral-8x7b", "params_b": 1},  # below the model's 12.9B active
         {**SMALL, "architecture": {"n_heads": 32, "n_kv_heads": 12}},
         {**SMALL, "architecture": {"n_heads": 8, "n_kv_heads": 16}},
         {**SMALL, "architecture": {"hidden_size": 4100, "n_heads": 32}},
