@@ -2,7 +2,8 @@
 
 Pure composition of the sizing functions (engine/sizing); the formulas and their sources live there.
 A layout is how the job is spread over the GPUs of one replica: `tp` ways of tensor (or pipeline)
-splitting, `dp` data-parallel ranks, and whether model states are sharded (ZeRO-3/FSDP) or offloaded.
+splitting, `dp` data-parallel ranks, and the ZeRO stage its model states are sharded to
+(1-3; stage 3 is FSDP full sharding) and whether they are offloaded.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Literal
 
 from engine.sizing import (
     PeftMemory,
+    Sharding,
     TransformerShape,
     activation_bytes,
     logits_bytes,
@@ -35,6 +37,8 @@ CUDA_CONTEXT_BYTES = 1.3e9
 
 
 Split = Literal["tensor", "pipeline"]
+ZERO_SHARDING: dict[int, Sharding] = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
+"""`Layout.zero` as the sizing's sharding name"""
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,9 @@ class Layout:
     """how the weights are split when tp > 1: tensor parallel, or layers across GPUs (pipeline)"""
     dp: int = 1
     """data-parallel ranks (replicas for inference)"""
-    sharded: bool = False
-    """ZeRO-3 / FSDP full sharding of model states over the dp ranks"""
+    zero: int = 0
+    """ZeRO stage of the model states over the dp ranks: 0 none (DDP), 1 optimizer states, 2 and
+    gradients, 3 and weights (ZeRO-3 / FSDP full sharding)"""
     offload: bool = False
     """optimizer states and master weights in host memory (ZeRO-Offload)"""
     checkpointing: bool = False
@@ -134,7 +139,7 @@ def _full_training(job: Job, layout: Layout) -> Breakdown:
     states = model_state_memory(
         job.params / layout.tp,
         n_gpus=layout.dp,
-        sharding="zero3" if layout.sharded or layout.offload else "ddp",
+        sharding="zero3" if layout.offload else ZERO_SHARDING[layout.zero],
         optimizer=job.optimizer,
         weight_bytes=4.0 if fp32 else 2.0,
         gradient_bytes=4.0 if fp32 else 2.0,
@@ -157,7 +162,7 @@ def _adapters(job: Job, layout: Layout) -> Breakdown:
     peft = _peft(job.shape, job.lora_rank, layout.method == "qlora", base_bytes, job.optimizer)
     # The shape's count can differ from the stated size (estimated shapes): scale the frozen base to it.
     base = peft.base_weights_bytes * job.params / total_params(job.shape)
-    shards = layout.tp * (layout.dp if layout.sharded else 1)
+    shards = layout.tp * (layout.dp if layout.zero == 3 else 1)  # ZeRO-1/2 keep the frozen base whole
     return Breakdown(
         weights=base / shards + peft.adapter.weights_bytes,
         gradients=peft.adapter.gradients_bytes,

@@ -175,6 +175,9 @@ def training_speed(
       bucketed during the last micro-step's backward pass (Li et al. 2020, PyTorch Distributed, Sec.
       3.2.3), so only what the backward (2/3 of the compute) cannot hide is added, spread over the
       micro-steps;
+    - ZeRO-1 moves the same data as DDP at the same moment (reduce-scatter then all-gather, Rajbhandari
+      et al. 2020, Sec. 7.2.1); ZeRO-2 reduce-scatters the gradients every micro-step, since each rank
+      keeps only its shard of them, and all-gathers the updated weights once per optimizer step;
     - ZeRO-3 / FSDP gathers parameters and reduce-scatters gradients every micro-step (1.5x DDP's volume,
       Rajbhandari et al. 2020), prefetched while computing, so only what exceeds the compute is added.
     An all-reduce per 2,048-token micro-step left exposed made 8 H100s deliver 12% of their peak, and
@@ -198,10 +201,15 @@ def training_speed(
         link = check_positive("link_bandwidth_bytes_per_s", link)
     if layout.dp > 1:
         sync = allreduce_seconds_unchecked(2.0 * trained / layout.tp, layout.dp, link)
-        if layout.sharded or layout.offload:
+        micro_steps = max(1.0, GLOBAL_BATCH_TOKENS.get(layout.method, 2**18) / step_tokens)
+        if layout.zero == 3 or layout.offload:
             step += max(0.0, ZERO3_COMM_VOLUME * sync - compute)
-        else:
-            micro_steps = max(1.0, GLOBAL_BATCH_TOKENS.get(layout.method, 2**18) / step_tokens)
+        elif layout.zero == 2:
+            # Gradients reduce-scattered during every micro-step's backward (half an all-reduce);
+            # the updated weights all-gathered once per optimizer step, behind the next forward.
+            step += max(0.0, sync / 2 - BACKWARD_SHARE * compute)
+            step += max(0.0, sync / 2 - (1 - BACKWARD_SHARE) * compute) / micro_steps
+        else:  # DDP, and ZeRO-1, whose reduce-scatter plus all-gather move what one all-reduce does
             step += max(0.0, sync - BACKWARD_SHARE * compute) / micro_steps
     if layout.tp > 1:
         tokens = max(1, step_tokens // layout.dp)

@@ -37,6 +37,9 @@ METHOD_ORDER = ("pretrain", "full_finetune", "lora", "qlora")
 PRECISION_ORDER = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 TRAINING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 SHARDED_NAMES = ("zero-3", "fsdp-full-shard")
+PARTIAL_ZERO = {1: "zero-1", 2: "zero-2"}
+"""ZeRO stages below full sharding, planned when the request lists them: with the same memory per GPU
+as DDP for the weights, they suit a team whose stack already runs them (ZeRO-1 on 64 GPUs)"""
 PROVIDER_ATTRIBUTES = frozenset({"provider", "provider_hosts", "provider_allowed"})
 EARLY_ATTRIBUTES = frozenset({"gpu_count", "within_max_gpus", "matches_gpu_count", "within_budget"})
 """Plan attributes that can be known before sizing: the GPU count (unless a serving fleet may add
@@ -549,20 +552,21 @@ def plan_specs(space: PlanSpace, count: int, per_node: int) -> tuple[Spec, ...]:
     distinct arguments, so built once per plan space; the specs are immutable)."""
     return tuple(
         Spec(
-            Layout(method, precision, tp, split, dp, sharded, offload, ckpt),
+            Layout(method, precision, tp, split, dp, zero, offload, ckpt),
             strategy,
             _parallelism(strategy, tp, space.sharded_name),
         )
         for method, precisions in space.precisions
         for precision in precisions
-        for strategy, tp, dp, split, sharded, offload in _layouts(space, method, count, per_node)
+        for strategy, tp, dp, split, zero, offload in _layouts(space, method, count, per_node)
         for ckpt in (space.checkpointing if method != "inference" else (False,))
     )
 
 
 def _layouts(
     space: PlanSpace, method: str, count: int, per_node: int
-) -> Iterator[tuple[str, int, int, Split, bool, bool]]:
+) -> Iterator[tuple[str, int, int, Split, int, bool]]:
+    """(strategy, tp, dp, split, ZeRO stage, offload) for each layout of `count` GPUs, in preference order."""
     strategies = space.strategies
     ways = [w for w in (2, 4, 8, 16, 32, 64) if w <= count and count % w == 0]
     # Tensor parallelism splits attention heads, so it takes a power of two; pipeline stages
@@ -571,32 +575,35 @@ def _layouts(
     if method == "inference":
         # Replicas beyond the sequences in flight would idle (a serving fleet grows by copies).
         if count == 1:
-            yield "single", 1, 1, "tensor", False, False
+            yield "single", 1, 1, "tensor", 0, False
         elif count <= space.batch:
-            yield "replicas", 1, count, "tensor", False, False
+            yield "replicas", 1, count, "tensor", 0, False
         busy = [w for w in ways if count // w <= space.batch]
         if "tensor-parallel" in strategies:
             for tp in (w for w in busy if w <= per_node):
-                yield "tensor-parallel", tp, count // tp, "tensor", False, False
+                yield "tensor-parallel", tp, count // tp, "tensor", 0, False
         if "pipeline-parallel" in strategies:
             for pp in (s for s in stages if count // s <= space.batch):
-                yield "pipeline-parallel", pp, count // pp, "pipeline", False, False
+                yield "pipeline-parallel", pp, count // pp, "pipeline", 0, False
         return
     if count == 1:
-        yield "single", 1, 1, "tensor", False, False
+        yield "single", 1, 1, "tensor", 0, False
     else:
         if "ddp" in strategies:
-            yield "ddp", 1, count, "tensor", False, False
+            yield "ddp", 1, count, "tensor", 0, False
+        for stage, name in PARTIAL_ZERO.items():  # only where the request lists them (their rules)
+            if name in strategies:
+                yield name, 1, count, "tensor", stage, False
         if space.sharded_name:
-            yield space.sharded_name, 1, count, "tensor", True, False
+            yield space.sharded_name, 1, count, "tensor", 3, False
         if "tensor-parallel" in strategies:
             for tp in (w for w in ways if w <= per_node):
-                yield "tensor-parallel", tp, count // tp, "tensor", False, False
+                yield "tensor-parallel", tp, count // tp, "tensor", 0, False
         if "pipeline-parallel" in strategies:
             for pp in stages:
-                yield "pipeline-parallel", pp, count // pp, "pipeline", False, False
+                yield "pipeline-parallel", pp, count // pp, "pipeline", 0, False
     if "offload" in strategies and method in ("pretrain", "full_finetune"):
-        yield "offload", 1, count, "tensor", True, True
+        yield "offload", 1, count, "tensor", 3, True
 
 
 def _precisions(method: str, base: str, policy: Policy) -> tuple[str, ...]:
