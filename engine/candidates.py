@@ -347,6 +347,7 @@ def _option(
     if provider is not None:
         attrs["provider"] = provider.id
         attrs["provider_hosts"] = provider.hosts
+        attrs["provider_kind"] = provider.kind
     return Option(
         gpu=gpu,
         count=count,

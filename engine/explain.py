@@ -18,6 +18,7 @@ READ_FACTS = (
     "plan.precision",
     "plan.memory_headroom_pct",
     "plan.gradient_checkpointing",
+    "plan.spare_replicas",
     "ranking.value",
     "acquisition_lean",
 )
@@ -147,7 +148,14 @@ def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
         parts.append(
             f"CPU offload keeps {per_node:,.0f} GB per node in host RAM: the machine needs that much."
         )
-    if candidate.copies > 1:
+    if candidate.spares:
+        serving = candidate.copies - candidate.spares
+        carry = "carries" if serving == 1 else "carry"
+        parts.append(
+            f"{candidate.copies} copies on separate nodes: {serving} {carry} the serving demand and "
+            f"{candidate.spares} is a spare for the availability target."
+        )
+    elif candidate.copies > 1:
         parts.append(f"{candidate.copies} copies meet the serving demand.")
     if valued := value_words(candidate, policy.facts.get("ranking.value")):
         parts.append(valued)

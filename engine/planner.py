@@ -40,7 +40,7 @@ SHARDED_NAMES = ("zero-3", "fsdp-full-shard")
 PARTIAL_ZERO = {1: "zero-1", 2: "zero-2"}
 """ZeRO stages below full sharding, planned when the request lists them: with the same memory per GPU
 as DDP for the weights, they suit a team whose stack already runs them (ZeRO-1 on 64 GPUs)"""
-PROVIDER_ATTRIBUTES = frozenset({"provider", "provider_hosts", "provider_allowed"})
+PROVIDER_ATTRIBUTES = frozenset({"provider", "provider_hosts", "provider_kind", "provider_allowed"})
 EARLY_ATTRIBUTES = frozenset({"gpu_count", "within_max_gpus", "matches_gpu_count", "within_budget"})
 """Plan attributes that can be known before sizing: the GPU count (unless a serving fleet may add
 copies of the option) and, for a bought or owned option, whether its capex is within the budget."""
@@ -74,6 +74,8 @@ class Candidate:
     """the plan's attributes (PLAN_ATTRIBUTES); the option's are on the option"""
     preference: float
     preferred_by: tuple[str, ...]
+    spares: int = 0
+    """copies beyond those the serving demand needs (an availability target's spare)"""
 
     @property
     def gpu_count(self) -> int:
@@ -163,6 +165,9 @@ class Planner:
         self.required_tps = None if required is None else _number(required)
         per_user = facts.get("sizing.per_user_tokens_per_s")
         self.per_user_tps = None if per_user is None else _number(per_user)
+        self.offload_listed = "offload" in (request.constraints.parallelism or ())
+        self.spares = int(_number(facts.get("plan.spare_replicas"))) if job.task == "inference" else 0
+        """replicas beyond those the traffic needs (rule availability-needs-a-spare-replica)"""
         # Without a serving fleet (no copies), the GPU count and a bought or owned option's spend
         # are known before sizing: filters on them alone (a fixed gpu_count, a budget) screen early.
         self.early_filters = (
@@ -171,7 +176,7 @@ class Planner:
                 for f in self.plan_filters
                 if set(f.where) & PLAN_ATTRIBUTES <= EARLY_ATTRIBUTES
             )
-            if self.required_tps is None
+            if self.required_tps is None and not self.spares
             else ()
         )
         self._memory: dict[Layout, Breakdown] = {}
@@ -387,6 +392,7 @@ class Planner:
         copies = 1
         if self.required_tps is not None:
             copies = max(1, ceil(self.required_tps / speed.aggregate_tokens_per_s))
+        copies += self.spares
         hours = speed.training_hours
         run_hours = hours if hours is not None else job.job_hours
         checks = self._spec_checks.get(id(spec)) or self._checks(spec)
@@ -428,6 +434,7 @@ class Planner:
             plan_attrs=plan,
             preference=sum(p.weight for p in matched),
             preferred_by=tuple(p.rule for p in matched),
+            spares=self.spares,
         )
 
     rent_rates: Mapping[str, float] = MappingProxyType({})
@@ -460,11 +467,14 @@ class Planner:
         return priced
 
     as_asked_only: bool = False
-    """plan only specs that keep the requested method and precision (the recommender's first pass:
-    substitutes are offered only when nothing runs the job as asked)"""
+    """plan only specs that keep the requested method and precision on the GPUs (the recommender's
+    first pass: substitutes, and CPU offload unless the request lists it, are offered only when
+    nothing runs the job as asked; rule offload-is-a-slow-last-resort)"""
 
     def _changes_request(self, spec: Spec) -> bool:
         attrs = self._spec_attrs(spec)
+        if spec.layout.offload and not self.offload_listed:
+            return True
         return bool(attrs["method_changed"] or attrs["precision_changed"])
 
     def _spec_attrs(self, spec: Spec) -> dict[str, Scalar]:

@@ -19,6 +19,7 @@ from engine.candidates import Context, Option, context_for, latest_prices, optio
 from engine.economics import spend
 from engine.engines import RuleEngine, make_engine
 from engine.explain import (
+    TASK_WORDS,
     citation_text,
     hardware,
     plan_words,
@@ -34,7 +35,7 @@ from engine.explain import money as money_text
 from engine.facts import request_facts
 from engine.graph import KBGraph
 from engine.kb import KB
-from engine.models.request import RecommendRequest
+from engine.models.request import HardwareCount, RecommendRequest
 from engine.models.response import (
     Cost,
     GpuMemory,
@@ -177,6 +178,7 @@ class Advisor:
         candidates = as_asked(search.candidates)
         ranked = rank(candidates, request.objective, planner.per_user_tps)
         top = ranked[: request.top_k]
+        on_target = self.on_target(planner, ctx, request, ranked)
         precision = planner.base_precision
         relaxation = None if top else self.relaxation(planner, ctx, request, search)
         recommendations = [self.recommendation(i + 1, r, policy, outcome, job) for i, r in enumerate(top)]
@@ -185,7 +187,7 @@ class Advisor:
             kb_version=self.version,
             prices_as_of=self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
             feasible=bool(top),
-            summary=self.summary(job, top, relaxation, search),
+            summary=self.summary(job, top, relaxation, search, on_target, precision),
             requirements=requirements(
                 job,
                 policy.facts,
@@ -194,7 +196,7 @@ class Advisor:
             ),
             recommendations=recommendations,
             rejected=self.rejected(search.rejections),
-            target_fit=self.target_fit(planner, request, ranked, search.rejections),
+            target_fit=self.target_fit(planner, request, on_target, search.rejections),
             trace=trace(outcome, self.rules),
             warnings=self.warnings(job, policy),
             assumptions=self.assumptions(job, policy),
@@ -439,11 +441,34 @@ class Advisor:
                 )
         return picked[:MAX_REJECTED]
 
+    def on_target(
+        self, planner: Planner, ctx: Context, request: RecommendRequest, ranked: Sequence[Ranked]
+    ) -> Candidate | None:
+        """The best plan on the request's target hardware: the ranking's, else one that changes the
+        method or precision where the rules allow it (someone asking "will it run on my card?" wants
+        the way it runs there, even when another GPU runs it as asked)."""
+        target = request.constraints.target_hardware
+        if target is None:
+            return None
+        found = next((r.candidate for r in ranked if _is_target(r.candidate, target)), None)
+        if found is not None:
+            return found
+        count = request.constraints.gpu_count
+        options = [o for o in self.options(ctx, count) if o.gpu.id == target.gpu and o.count == target.count]
+        asked_only = planner.as_asked_only
+        planner.as_asked_only = False
+        try:
+            plans = [p for p in (planner.plan(o) for o in options) if isinstance(p, Candidate)]
+        finally:
+            planner.as_asked_only = asked_only
+        best = rank(as_asked(plans), request.objective, planner.per_user_tps)
+        return best[0].candidate if best else None
+
     def target_fit(
         self,
         planner: Planner,
         request: RecommendRequest,
-        ranked: Sequence[Ranked] = (),
+        on_target: Candidate | None = None,
         rejections: Sequence[Rejection] = (),
     ) -> TargetFit | None:
         target = request.constraints.target_hardware
@@ -493,15 +518,6 @@ class Advisor:
         )
         if not fits and alternatives:
             text += " Ways to make it run: " + "; ".join(alternatives) + "."
-        # the best plan the search found on the target itself, with its speed and cost
-        on_target = next(
-            (
-                r.candidate
-                for r in ranked
-                if r.candidate.option.gpu.id == gpu.id and r.candidate.gpu_count == target.count
-            ),
-            None,
-        )
         held_back = next(
             (r for r in rejections if r.option.gpu.id == gpu.id and r.option.count == target.count),
             None,
@@ -511,7 +527,8 @@ class Advisor:
             text += "" if text.endswith(".") else "."
         if on_target is not None:
             text += (
-                f" Best plan on it: {plan_words(on_target)}, {speed_words(on_target)}, "
+                f" Best plan on it: {plan_words(on_target)}{_substitute_words(on_target, asked, precision)}, "
+                f"{on_target.memory.total / GB:.1f} GB per GPU, {speed_words(on_target)}, "
                 f"{total_words(on_target)}."
             )
         return TargetFit(
@@ -594,8 +611,32 @@ class Advisor:
         )
         return Relaxation(constraint=constraint, rule=DEADLINE_RULE, message=message)
 
-    def summary(self, job: Job, top: Sequence[Ranked], relaxation: Relaxation | None, search: Search) -> str:
+    def summary(
+        self,
+        job: Job,
+        top: Sequence[Ranked],
+        relaxation: Relaxation | None,
+        search: Search,
+        on_target: Candidate | None = None,
+        precision: str = "bf16",
+    ) -> str:
         subject = workload_words(job)
+        if on_target is not None and (not top or top[0].candidate is not on_target):
+            # The question was whether it runs on the target: answer that first.
+            changed = _substitute_words(on_target, job.task, precision)
+            count = f"{on_target.gpu_count} x " if on_target.gpu_count > 1 else ""
+            lead = (
+                f"For {subject} on {count}{on_target.option.gpu.name}: {plan_words(on_target)}{changed}, "
+                f"{on_target.memory.total / GB:.1f} GB per GPU, {speed_words(on_target)}."
+            )
+            if not top:
+                return lead
+            best = top[0].candidate
+            overall = "Run as asked, the best option" if changed else "The best option overall"
+            return (
+                f"{lead} {overall} is {hardware(best)}: {plan_words(best)}, "
+                f"{best.memory.total / GB:.1f} GB per GPU, {total_words(best)}."
+            )
         if not top:
             reason = _main_reason(search.rejections, relaxation)
             text = f"No option meets every constraint for {subject}: {reason}"
@@ -809,6 +850,21 @@ def task_title(method: str) -> str:
 
 def identity_key(candidate: Candidate) -> tuple[str, int, str]:
     return (candidate.option.gpu.id, candidate.gpu_count, candidate.option.acquisition)
+
+
+def _is_target(candidate: Candidate, target: HardwareCount) -> bool:
+    return candidate.option.gpu.id == target.gpu and candidate.gpu_count == target.count
+
+
+def _substitute_words(candidate: Candidate, task: str, precision: str) -> str:
+    """Words for a plan that changes the requested method or precision ("" for one that keeps them)."""
+    attrs = candidate.plan_attrs
+    if attrs.get("method_changed"):
+        method = str(attrs["method"])
+        return f" (not as asked: {TASK_WORDS.get(method, method)} instead of {TASK_WORDS.get(task, task)})"
+    if attrs.get("precision_changed"):
+        return f" (not as asked: {attrs['precision']} instead of {precision})"
+    return ""
 
 
 def _alternative(spec: object, asked: str, precision: str, count: int) -> str | None:

@@ -168,6 +168,7 @@ CandidateAttribute = Literal[
     "pricing",
     "provider",
     "provider_hosts",
+    "provider_kind",
     "vendor_allowed",
     "provider_allowed",
     "usable_from_os",
