@@ -58,6 +58,8 @@ class Option:
     """the system each node's GPUs go into (None: a whole machine, rented, or owned without a known host)"""
     host_unit_usd: float = 0.0
     """the price of one host, GPUs excluded (see `host_cost`)"""
+    own_host: bool = False
+    """bought cards that go into a machine the user already owns (`constraints.free_pcie_slots`)"""
 
     @property
     def capex_usd(self) -> float:
@@ -114,6 +116,8 @@ class Context:
     """(gpu, count) the user owns, by GPU id"""
     extra_counts: frozenset[tuple[str, int]]
     """(gpu, count) pairs the request names (target hardware, a fixed gpu_count)"""
+    free_slots: int = 0
+    """free PCIe x16 slots in a machine the user owns: bought PCIe cards up to that many need no host"""
 
 
 def context_for(request: RecommendRequest, *, spot: bool) -> Context:
@@ -131,6 +135,7 @@ def context_for(request: RecommendRequest, *, spot: bool) -> Context:
         spot=spot,
         owned=tuple(sorted(owned.items())),
         extra_counts=frozenset(extra),
+        free_slots=c.free_pcie_slots or 0,
     )
 
 
@@ -169,6 +174,9 @@ def _bought(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator
         for count in sorted(counts if gpu.sold_as == "machine" else counts | named):
             if gpu.sold_as == "machine":
                 yield _local(graph, ctx, gpu, count, "buy", kind, price, None)
+            elif gpu.form_factor == "pcie" and count <= ctx.free_slots:
+                # into the user's own machine: the cards alone
+                yield _local(graph, ctx, gpu, count, "buy", kind, price, None, own_host=True)
             elif (placed := placement(hosts, count, kind)) is not None:
                 yield _local(graph, ctx, gpu, count, "buy", kind, price, placed)
 
@@ -228,6 +236,8 @@ def _local(
     kind: str,
     price: Price | None,
     placed: Placement | None,
+    *,
+    own_host: bool = False,
 ) -> Option:
     if placed is not None:
         nodes = placed.nodes
@@ -251,6 +261,7 @@ def _local(
         os_path=os_path,
         usable=bool(routes),
         placed=placed,
+        own_host=own_host,
     )
 
 
@@ -304,6 +315,7 @@ def _option(
     offer: Offer | None = None,
     hourly: float = 0.0,
     placed: Placement | None = None,
+    own_host: bool = False,
 ) -> Option:
     kb = graph.kb
     link = kb.interconnects[offer.interconnect] if offer else graph.gpu_link(gpu.id)
@@ -365,4 +377,5 @@ def _option(
         attrs=MappingProxyType(attrs),
         host=placed.host if placed else None,
         host_unit_usd=placed.price.midpoint_usd if placed else 0.0,
+        own_host=own_host,
     )

@@ -77,6 +77,14 @@ def hardware(candidate: Candidate) -> str:
 def host_words(candidate: Candidate) -> str:
     """The system a bought option's GPUs go into and its share of the capex ('' when none)."""
     option = candidate.option
+    if option.own_host and option.acquisition == "buy":
+        cards = "cards go" if option.count > 1 else "card goes"
+        watts = (
+            f", whose power supply must carry {option.gpu.tdp_w * option.count:,} W more"
+            if option.gpu.tdp_w
+            else ""
+        )
+        return f"Platform: the {cards} into your own machine (constraints.free_pcie_slots){watts}."
     if option.host is None or option.acquisition != "buy" or option.capex_usd <= 0:
         return ""
     nodes = f"{option.nodes} x " if option.nodes > 1 else ""

@@ -238,3 +238,33 @@ def test_will_it_run_on_my_card_is_answered_on_that_card_first() -> None:
     assert "not as asked: int4 instead of bf16" in answer.summary
     # the ranked options still run it as asked
     assert all(rec.precision == "bf16" for rec in answer.recommendations)
+
+
+def test_a_card_for_a_machine_the_user_owns_is_priced_alone() -> None:
+    """BERT-base (110M) fine-tunes in 4 GB: a $329 RTX 3060 12GB (NVIDIA's launch price) in the user's
+    own desktop does it within a $2,000 budget that a new tower around it exceeds."""
+    workload = {"task": "full_finetune", "model": "bert-base", "training_tokens_b": 0.5}
+    constraints: dict[str, Any] = {"os": "windows", "acquisition": "buy", "budget_usd": 2000}
+    without = ask(workload, constraints)
+    assert not without.feasible
+    assert any("constraints.free_pcie_slots" in w for w in without.warnings)
+    answer = ask(workload, {**constraints, "free_pcie_slots": 1})
+    assert answer.feasible
+    best = answer.recommendations[0]
+    assert best.gpu_count == 1 and best.cost.capex_usd < 600
+    assert "into your own machine" in best.why
+    assert not any("constraints.free_pcie_slots" in w for w in answer.warnings)
+
+
+def test_cards_beyond_the_free_slots_come_with_a_host() -> None:
+    answer = ask(
+        {"task": "full_finetune", "model": "mistral-7b", "training_tokens_b": 0.1},
+        {"acquisition": "buy", "free_pcie_slots": 1},
+        top_k=10,
+    )
+    for rec in answer.recommendations:
+        assert ("into your own machine" in rec.why) is (rec.gpu_count == 1 and "Platform:" in rec.why), (
+            rec.why
+        )
+        if rec.gpu_count > 1 and rec.gpu_name.startswith("NVIDIA GeForce"):
+            assert "without GPUs" in rec.why  # the host's price is stated

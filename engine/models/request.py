@@ -329,6 +329,11 @@ class Constraints(RequestModel):
     target_hardware: HardwareCount | None = Field(
         None, description='hardware to check ("will it run on this?"); answered in target_fit'
     )
+    free_pcie_slots: Annotated[int, Field(ge=1, le=8)] | None = Field(
+        None,
+        description="free PCIe x16 slots in a desktop or server you already own, with the power and "
+        "cooling for the cards: bought PCIe cards, up to this many, are priced without a host",
+    )
     allow_quantization: bool = Field(
         True, description="false: keep the stated precision for weights and KV cache"
     )
