@@ -126,6 +126,8 @@ def cost_words(candidate: Candidate) -> str:
         text = f"{money(costs.capex_usd)} up front"
         if costs.break_even_hours is not None:
             text += f", cheaper than renting after {costs.break_even_hours:,.0f} h of use"
+    elif candidate.option.acquisition == "rent" and costs.run_hours is not None:
+        text = f"{money(costs.hourly_usd)}/h"  # a run: its total follows, a monthly average would mislead
     elif candidate.option.acquisition == "rent":
         text = f"{money(costs.hourly_usd)}/h, {money(costs.monthly_usd)}/month at the stated use"
     else:
