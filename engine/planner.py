@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from math import ceil
 from types import MappingProxyType
 
@@ -181,6 +181,7 @@ class Planner:
         )
         self._memory: dict[Layout, Breakdown] = {}
         self._spec_entries: dict[tuple[int, int], list[_SizedSpec]] = {}
+        self._asked_entries: dict[tuple[int, int], list[_SizedSpec]] = {}
         self._least_memory: dict[tuple[int, int, bool], float] = {}
         self._spec_attr_cache: dict[int, dict[str, Scalar]] = {}
         self._spec_checks: dict[int, _SpecChecks] = {}
@@ -195,6 +196,7 @@ class Planner:
         relaxed = Planner(self.job, self.policy.without(rule), self.request)
         relaxed.rent_rates, relaxed.buy_prices = self.rent_rates, self.buy_prices
         relaxed._memory, relaxed._spec_entries = self._memory, self._spec_entries
+        relaxed._asked_entries = self._asked_entries
         relaxed._least_memory = self._least_memory
         relaxed._decode_work, relaxed._trained = self._decode_work, self._trained
         return relaxed
@@ -248,13 +250,8 @@ class Planner:
         key = (count, per_node, self.as_asked_only)
         found = self._least_memory.get(key)
         if found is None:
-            entries = [
-                e
-                for e in self._entries(count, per_node)
-                if not (self.as_asked_only and self._changes_request(e.spec))
-            ]
             found = self._least_memory[key] = min(
-                (self._sized(e).total for e in entries), default=float("inf")
+                (self._sized(e).total for e in self._planned(count, per_node)), default=float("inf")
             )
         return found
 
@@ -264,6 +261,18 @@ class Planner:
         found = self._spec_entries.get(key)
         if found is None:
             found = self._spec_entries[key] = [_SizedSpec(spec) for spec in self.specs(count, per_node)]
+        return found
+
+    def _planned(self, count: int, per_node: int) -> list[_SizedSpec]:
+        """`_entries` less those that change the request while only the request's are planned."""
+        if not self.as_asked_only:
+            return self._entries(count, per_node)
+        key = (count, per_node)
+        found = self._asked_entries.get(key)
+        if found is None:
+            found = self._asked_entries[key] = [
+                e for e in self._entries(count, per_node) if not self._changes_request(e.spec)
+            ]
         return found
 
     def _sized(self, entry: _SizedSpec) -> _SizedSpec:
@@ -326,10 +335,13 @@ class Planner:
         rules: set[str] = set()
         fitted = False
         host_short: float | None = None
-        # Specs in preference order, each sized only when reached: most options take an early one.
-        for entry in self._entries(option.count, option.gpus_per_node):
-            if self.as_asked_only and self._changes_request(entry.spec):
-                continue
+        least = self._least(option.count, option.gpus_per_node)
+        if least > usable:  # a third of the options: no spec fits them, known without the loop
+            if least == float("inf"):
+                return None  # no layout for this many GPUs (no multi-GPU strategy applies)
+            return Rejection(option, self.fits_rule, self._too_small(option, least, capacity))
+        # Specs in preference order: most options take an early one.
+        for entry in self._planned(option.count, option.gpus_per_node):
             memory = entry.memory or self._sized(entry).memory  # inline check: the hot path
             assert memory is not None
             if entry.total > usable:
@@ -347,12 +359,12 @@ class Planner:
                 first = first or outcome
         if fitted:
             return None if first is None else Rejection(option, first.rule, first.reason, frozenset(rules))
-        if host_short is not None:
-            return Rejection(option, self.fits_rule, self._host_too_small(option, host_short))
-        least = self._least(option.count, option.gpus_per_node)
-        if least == float("inf"):
-            return None  # no layout for this many GPUs (no multi-GPU strategy applies)
-        return Rejection(option, self.fits_rule, self._too_small(option, least, capacity))
+        # some spec fits the GPUs (`least`), so only the host can have fallen short
+        return (
+            None
+            if host_short is None
+            else Rejection(option, self.fits_rule, self._host_too_small(option, host_short))
+        )
 
     def _host_usable(self, option: Option) -> float:
         """Host RAM one node of the option offers less the headroom (bytes); unlimited when unknown
@@ -535,12 +547,17 @@ class Planner:
 
     def reads_provider(self) -> bool:
         """Whether a plan filter or a preference looks at which provider rents the option."""
-        return any(self.reads(name) for name in PROVIDER_ATTRIBUTES)
+        return not self._read.isdisjoint(PROVIDER_ATTRIBUTES)
 
     def reads(self, attribute: str) -> bool:
         """Whether a plan filter or a preference looks at this candidate attribute."""
+        return attribute in self._read
+
+    @cached_property
+    def _read(self) -> frozenset[str]:
+        """The attributes plan filters and preferences look at (asked for several times per search)."""
         wheres = [f.where for f in self.plan_filters] + [p.where for p in self.policy.preferences]
-        return any(attribute in where for where in wheres)
+        return frozenset(name for where in wheres for name in where)
 
 
 @dataclass(frozen=True)

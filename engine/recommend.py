@@ -412,22 +412,20 @@ class Advisor:
             by_rule.setdefault(rejection.rule, []).append(rejection)
         picked: list[Rejected] = []
         for rule in sorted(by_rule):
-            chosen: dict[str, Rejection] = {}
-            ordered = sorted(
-                by_rule[rule],
-                key=lambda r: (
-                    -r.option.gpu.memory_bandwidth_gbs,
-                    r.option.gpu.id,
-                    r.option.count,
-                    r.option.acquisition,
-                ),
-            )
-            for rejection in ordered:
-                if rejection.option.gpu.id not in chosen:
-                    chosen[rejection.option.gpu.id] = rejection
-                if len(chosen) == REJECTED_PER_RULE:
-                    break
-            for rejection in chosen.values():
+            # per GPU, its first rejection with the fewest GPUs (then acquisition); then the GPUs
+            # with the most bandwidth (one pass and a sort of GPUs, not of every rejection)
+            per_gpu: dict[str, Rejection] = {}
+            for rejection in by_rule[rule]:
+                held = per_gpu.get(rejection.option.gpu.id)
+                if held is None or (rejection.option.count, rejection.option.acquisition) < (
+                    held.option.count,
+                    held.option.acquisition,
+                ):
+                    per_gpu[rejection.option.gpu.id] = rejection
+            chosen = sorted(
+                per_gpu.values(), key=lambda r: (-r.option.gpu.memory_bandwidth_gbs, r.option.gpu.id)
+            )[:REJECTED_PER_RULE]
+            for rejection in chosen:
                 option = rejection.option
                 picked.append(
                     Rejected(
