@@ -268,3 +268,40 @@ def test_cards_beyond_the_free_slots_come_with_a_host() -> None:
         )
         if rec.gpu_count > 1 and rec.gpu_name.startswith("NVIDIA GeForce"):
             assert "without GPUs" in rec.why  # the host's price is stated
+
+
+GRID_SIZES_B = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
+"""1M to 1T parameters, a decade apart"""
+GRID_BUDGETS = (None, 500.0, 50_000.0)
+
+
+@pytest.mark.parametrize(
+    ("params_b", "task", "objective", "acquisition"),
+    list(itertools.product(GRID_SIZES_B, TASKS, ("balanced", "cheapest", "fastest"), ACQUISITIONS)),
+)
+def test_the_grid_answers_within_its_constraints(
+    params_b: float, task: str, objective: str, acquisition: str
+) -> None:
+    """Over 1M-1T parameters x every task x objective x acquisition (a budget picked per case): every
+    option fits its GPUs, stays within the budget and the acquisition asked, and either every option
+    runs the method and precision asked or none does (a substitute only when nothing runs as asked).
+    An infeasible answer names its way out or why there is none."""
+    budget = GRID_BUDGETS[(GRID_SIZES_B.index(params_b) + TASKS.index(task)) % len(GRID_BUDGETS)]
+    constraints: dict[str, Any] = {"acquisition": acquisition}
+    if budget is not None:
+        constraints["budget_usd"] = budget
+    answer = ask({"task": task, "params_b": params_b}, constraints, objective=objective)
+    recs = answer.recommendations
+    if not answer.feasible:
+        assert not recs and answer.summary.startswith("No option meets every constraint")
+        return
+    as_asked = [r.method == task and (r.precision == "bf16" or task == "qlora") for r in recs]
+    assert all(as_asked) or not any(as_asked), [(r.method, r.precision) for r in recs]
+    for rec in recs:
+        assert rec.memory.per_gpu_gb <= rec.vram_per_gpu_gb, rec.why
+        assert acquisition == "any" or rec.acquisition == acquisition
+        if budget is not None:
+            assert paid(rec) <= budget + 1e-6, (rec.gpu, paid(rec))
+    if objective == "fastest" and len(recs) > 1 and recs[0].throughput.training_hours is not None:
+        hours = [r.throughput.training_hours for r in recs if r.throughput.training_hours is not None]
+        assert recs[0].throughput.training_hours == min(hours)
