@@ -96,6 +96,9 @@ LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("/offers", "get"): {
         "OfferGpu": _link("get_gpu", "gpu_id", "$response.body#/0/gpu", "the GPU of the first offer"),
     },
+    ("/hosts", "get"): {
+        "HostDetail": _link("get_host", "host_id", "$response.body#/0/id", "the first host in full"),
+    },
     ("/models", "get"): {
         "ModelDetail": _link("get_model", "model_id", "$response.body#/0/id", "the first model in full"),
     },

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Res
 
 from api.media import BODY_ERRORS, JsonBodyRoute
 from api.openapi import RECOMMEND_EXAMPLES
-from engine.models.kb import Gpu, Model, Offer, Provider
+from engine.models.kb import Gpu, Host, Model, Offer, Provider
 from engine.models.request import RecommendRequest
 from engine.models.response import RecommendResponse
 from engine.models.service import RuleDetail, RuleSummary
@@ -86,6 +86,19 @@ async def list_gpus(advisor: CurrentAdvisor) -> list[GpuSummary]:
 async def get_gpu(gpu_id: str, advisor: CurrentAdvisor) -> Gpu:
     """One accelerator with every KB field and its sources."""
     return _found(advisor.kb.gpus, gpu_id, "gpu")
+
+
+@router.get("/hosts", response_model=list[Host], tags=["knowledge base"])
+async def list_hosts(advisor: CurrentAdvisor) -> list[Host]:
+    """The systems bought GPUs go into (workstations, PCIe and HGX/OAM servers), priced without GPUs,
+    with the GPU form factors and slots they take, their power and sources."""
+    return list(advisor.kb.hosts.values())
+
+
+@router.get("/hosts/{host_id}", response_model=Host, responses=NOT_FOUND, tags=["knowledge base"])
+async def get_host(host_id: str, advisor: CurrentAdvisor) -> Host:
+    """One host system."""
+    return _found(advisor.kb.hosts, host_id, "host")
 
 
 @router.get("/providers", response_model=list[Provider], tags=["knowledge base"])

@@ -88,10 +88,18 @@ def test_rules_list_metadata_and_one_rule_its_conditions(client: TestClient, adv
     )
 
 
+def test_hosts_list_the_systems_gpus_are_bought_with(client: TestClient, kb: KB) -> None:
+    hosts = {h["id"]: h for h in client.get("/hosts").json()}
+    assert set(hosts) == set(kb.hosts)
+    hgx = client.get("/hosts/hgx-h100-8gpu").json()
+    assert hgx["gpu_slots"] == 8 and hgx["prices"] and hgx["sources"]
+
+
 @pytest.mark.parametrize(
     ("path", "named"),
     [
         ("/gpus/no-such-gpu", "no-such-gpu"),
+        ("/hosts/no-such-host", "no-such-host"),
         ("/models/no-such-model", "no-such-model"),
         ("/rules/no-such-rule", "no-such-rule"),
         ("/offers?gpu=no-such-gpu", "no-such-gpu"),
