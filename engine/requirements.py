@@ -49,6 +49,8 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
     if job.task == "inference":
         facts["sizing.kv_cache_gb"] = _gb(inference.kv_cache)
         facts["sizing.kv_to_weights_pct"] = round(inference.kv_cache / inference.weights * 100, 2)
+        facts["sizing.batch_size"] = job.batch
+        facts["sizing.batch_from_traffic"] = job.batch_from_serving
         facts["sizing.task_gb"] = facts["sizing.inference_gb"]
     elif job.task == "qlora":
         facts["sizing.task_gb"] = facts["sizing.qlora_gb"]
