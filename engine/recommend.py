@@ -676,6 +676,11 @@ class Advisor:
             found["serving.requests_per_min"] = "absent: a single stream (one user), no fleet sizing"
         elif serving is not None and "avg_output_tokens" in serving.defaulted:
             found["serving.avg_output_tokens"] = float(serving.avg_output_tokens)  # sizes the demand
+        if job.always_on:
+            found["utilization_source"] = (
+                "a service with stated traffic or an availability target runs, and a rental is billed, "
+                "every hour (100%); give constraints.utilization_pct to change it"
+            )
         if job.utilization is None:
             from engine.economics import DEFAULT_UTILIZATION
 

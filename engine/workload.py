@@ -155,7 +155,10 @@ class Job:
     job_hours: float | None
     serving: ServingNeeds | None
     utilization: float | None
-    """expected busy share of the horizon (0-1), when the request gives one"""
+    """expected busy share of the horizon (0-1), when the request gives one (or `always_on`)"""
+    always_on: bool
+    """a service with stated traffic or an availability target, whose request gives no utilization:
+    it runs, and a rental is billed, every hour (utilization 1)"""
     horizon_hours: float
 
     @property
@@ -219,6 +222,16 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
     utilization = constraints.utilization_pct
     if utilization is None and constraints.hours_per_week is not None:
         utilization = constraints.hours_per_week / 168 * 100
+    always_on = (
+        utilization is None
+        and workload.task == "inference"
+        and (
+            (serving is not None and serving.requests_per_min is not None)
+            or constraints.availability_target_pct is not None
+        )
+    )
+    if always_on:
+        utilization = 100.0
     return Job(
         task=workload.task,
         params=params_b * 1e9,
@@ -241,6 +254,7 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         job_hours=workload.job_hours,
         serving=serving,
         utilization=None if utilization is None else utilization / 100,
+        always_on=always_on,
         horizon_hours=horizon_hours,
     )
 

@@ -305,3 +305,17 @@ def test_the_grid_answers_within_its_constraints(
     if objective == "fastest" and len(recs) > 1 and recs[0].throughput.training_hours is not None:
         hours = [r.throughput.training_hours for r in recs if r.throughput.training_hours is not None]
         assert recs[0].throughput.training_hours == min(hours)
+
+
+def test_a_service_with_stated_traffic_is_billed_around_the_clock() -> None:
+    """Requests arrive when they like: a rented endpoint carrying stated traffic runs every hour of
+    the month (730 h), unless the request says how busy it is."""
+    workload = {"task": "inference", "model": "llama-3-1-8b", "serving": {"requests_per_min": 60}}
+    answer = ask(workload, {"acquisition": "rent"})
+    top = answer.recommendations[0]
+    assert top.cost.monthly_usd == pytest.approx(top.cost.hourly_usd * 730, rel=1e-3)
+    assert "utilization_source" in answer.assumptions
+    stated = ask(workload, {"acquisition": "rent", "utilization_pct": 50})
+    top = stated.recommendations[0]
+    assert top.cost.monthly_usd == pytest.approx(top.cost.hourly_usd * 365, rel=1e-3)
+    assert "utilization_source" not in stated.assumptions
