@@ -77,10 +77,14 @@ def wall_clock(candidate: Candidate) -> float:
 
 def complexity(candidate: Candidate) -> float:
     """The balanced objective's factor on cost for the GPUs and nodes an option takes."""
-    nodes = candidate.option.nodes * candidate.copies
+    return complexity_of(candidate.gpu_count, candidate.option.nodes * candidate.copies)
+
+
+def complexity_of(gpus: int, nodes: int) -> float:
+    """`complexity` of so many GPUs over so many nodes (grows with both: a fleet's copies only add)."""
     # past MAX_NODES_WEIGHED extra nodes the factor stops growing (and cannot overflow a float)
     extra = min(nodes - 1, MAX_NODES_WEIGHED)
-    return float(GPU_DOUBLING_FACTOR ** log2(candidate.gpu_count) * EXTRA_NODE_FACTOR**extra)
+    return float(GPU_DOUBLING_FACTOR ** log2(gpus) * EXTRA_NODE_FACTOR**extra)
 
 
 def measure(candidate: Candidate, objective: str, floor: float | None = None) -> float:

@@ -49,7 +49,7 @@ from engine.models.response import (
 from engine.models.rule import Rule, Scalar
 from engine.planner import MEMORY_RULE, Candidate, Planner, Rejection
 from engine.policy import Filter, Policy, policy_from
-from engine.ranking import Ranked, rank
+from engine.ranking import PREFERENCE_BASE, Ranked, complexity_of, measure, rank
 from engine.refengine import Outcome
 from engine.requirements import hardware_facts, requirements, sizing_facts, workload_assumptions
 from engine.sizing import CONVENTIONS, GB
@@ -559,20 +559,31 @@ class Advisor:
     def relaxation(
         self, planner: Planner, ctx: Context, request: RecommendRequest, search: Search
     ) -> Relaxation | None:
-        """The hard constraint whose lifting gives the cheapest option, when nothing passes them all."""
+        """The hard constraint whose lifting gives the option the objective ranks first (`cheapest` and
+        `fastest`: the cheapest), when nothing passes them all."""
         rules = sorted(
             {r.rule for r in search.rejections if r.rule != MEMORY_RULE and r.rule != planner.fits_rule}
         )
         best: tuple[float, str, Candidate] | None = None
-        for rule in rules:
-            # Only options this rule rejected can change when it is lifted: the others were
-            # rejected by rules that still hold (a rejection records every rule that rejected it).
-            touched = [r.option for r in search.rejections if r.rejected_by(rule)]
-            if rule == DEADLINE_RULE:
-                continue  # more time is no way out when a cheaper rule is: tried last, by speed
-            cheapest = _cheapest_when_lifted(planner.without(rule), touched, best[0] if best else None)
-            if cheapest is not None and (best is None or cheapest.costs.horizon_cost_usd < best[0]):
-                best = (cheapest.costs.horizon_cost_usd, rule, cheapest)
+        # A way out that runs the job as asked (method, precision, states on the GPUs) first, as
+        # the search does; substitutes only when lifting no single rule allows that.
+        for asked_only in (True, False):
+            for rule in rules:
+                # Only options this rule rejected can change when it is lifted: the others were
+                # rejected by rules that still hold (a rejection records every rule that rejected it).
+                touched = [r.option for r in search.rejections if r.rejected_by(rule)]
+                if rule == DEADLINE_RULE:
+                    continue  # more time is no way out when a cheaper rule is: tried last, by speed
+                relaxed = planner.without(rule)
+                relaxed.as_asked_only = asked_only
+                objective = request.objective
+                found = _best_when_lifted(relaxed, touched, objective, best[0] if best else None)
+                if found is not None:
+                    value = _relaxed_measure(found, objective, planner.per_user_tps)
+                    if best is None or value < best[0]:
+                        best = (value, rule, found)
+            if best is not None:
+                break
         if best is None and DEADLINE_RULE in rules:
             return self._more_time(planner, search, rules)
         if best is None:
@@ -580,8 +591,9 @@ class Advisor:
         _, rule, cheapest = best
         constraint = _constraint_of(self.rules, rule)
         needs = money_text(spend(cheapest.costs, cheapest.option.acquisition))
+        way = "best" if request.objective == "balanced" else "cheapest"
         message = (
-            f"The cheapest way out is relaxing {constraint} (rule {rule}): {hardware(cheapest)}, "
+            f"The {way} way out is relaxing {constraint} (rule {rule}): {hardware(cheapest)}, "
             f"{plan_words(cheapest)}, spending {needs}."
         )
         return Relaxation(constraint=constraint, rule=rule, message=message)
@@ -763,36 +775,44 @@ def _filter_key(rule_filter: Filter) -> tuple[object, ...]:
     return rule_filter.rule, rule_filter.keep_matching, id(rule_filter.where), rule_filter.message
 
 
-def _cheapest_when_lifted(
-    relaxed: Planner, options: Sequence[Option], to_beat: float | None
+def _relaxed_measure(candidate: Candidate, objective: str, floor: float | None) -> float:
+    """What the way out is chosen by: the objective's measure, or the cost when it is `fastest`
+    (a way out is a constraint to give up; the fastest at any price is not one)."""
+    return measure(candidate, "cheapest" if objective == "fastest" else objective, floor)
+
+
+def _best_when_lifted(
+    relaxed: Planner, options: Sequence[Option], objective: str, to_beat: float | None
 ) -> Candidate | None:
-    """The cheapest candidate over the horizon among `options` under the relaxed planner, or None
-    (also when none can cost less than `to_beat`). Of options that differ only in price the
-    cheapest stands for the rest; they are planned from the lowest possible cost up, stopping as
-    soon as no remaining option can be cheaper than the best found."""
+    """The candidate among `options` under the relaxed planner that `_relaxed_measure` ranks first,
+    or None (also when none can measure less than `to_beat`). Of options that differ only in price
+    the cheapest stands for the rest; they are planned from the lowest possible measure up (the
+    cost floor, times the balanced GPU and node factor, times the largest bonus the preferences can
+    give), stopping as soon as no remaining option can beat the best found."""
     alone, cheapest = cheapest_per_group(relaxed, options)
     busy = (
         None if relaxed.job.training_tokens is not None else relaxed.usage(relaxed.job.job_hours).busy_hours
     )
-    floors = sorted(
-        ((_cost_floor(o, busy), i, o) for i, o in enumerate(alone + cheapest)), key=lambda t: t[:2]
-    )
-    best: Candidate | None = None
+    bonus = PREFERENCE_BASE ** -sum(max(0.0, p.weight) for p in relaxed.policy.preferences)
+    balanced = objective == "balanced"
+
+    def lowest(option: Option) -> float:
+        factor = complexity_of(option.count, option.nodes) if balanced else 1.0
+        return _cost_floor(option, busy) * factor * bonus
+
+    floors = sorted(((lowest(o), i, o) for i, o in enumerate(alone + cheapest)), key=lambda t: t[:2])
+    best: tuple[float, tuple[str, int, str], Candidate] | None = None
     for floor, _, option in floors:
-        if (to_beat is not None and floor >= to_beat) or (
-            best is not None and floor > best.costs.horizon_cost_usd
-        ):
+        if (to_beat is not None and floor >= to_beat) or (best is not None and floor > best[0]):
             break
         if relaxed.screen(option) is not None:
             continue
         found = relaxed.plan_screened(option)
-        if isinstance(found, Candidate) and (
-            best is None
-            or (found.costs.horizon_cost_usd, identity_key(found))
-            < (best.costs.horizon_cost_usd, identity_key(best))
-        ):
-            best = found
-    return best
+        if isinstance(found, Candidate):
+            key = (_relaxed_measure(found, objective, relaxed.per_user_tps), identity_key(found))
+            if best is None or key < best[:2]:
+                best = (*key, found)
+    return None if best is None else best[2]
 
 
 def _cost_floor(option: Option, busy_hours: float | None) -> float:
