@@ -335,11 +335,11 @@ class Planner:
         rules: set[str] = set()
         fitted = False
         host_short: float | None = None
-        least = self._least(option.count, option.gpus_per_node)
-        if least > usable:  # a third of the options: no spec fits them, known without the loop
-            if least == float("inf"):
-                return None  # no layout for this many GPUs (no multi-GPU strategy applies)
-            return Rejection(option, self.fits_rule, self._too_small(option, least, capacity))
+        # A third of the options fit no spec: once one option of this GPU count has shown the least
+        # need (below), the others are judged by it without walking their specs.
+        known = self._least_memory.get((option.count, option.gpus_per_node, self.as_asked_only))
+        if known is not None and known > usable:
+            return self._none_fits(option, known, capacity)
         # Specs in preference order: most options take an early one.
         for entry in self._planned(option.count, option.gpus_per_node):
             memory = entry.memory or self._sized(entry).memory  # inline check: the hot path
@@ -359,12 +359,14 @@ class Planner:
                 first = first or outcome
         if fitted:
             return None if first is None else Rejection(option, first.rule, first.reason, frozenset(rules))
-        # some spec fits the GPUs (`least`), so only the host can have fallen short
-        return (
-            None
-            if host_short is None
-            else Rejection(option, self.fits_rule, self._host_too_small(option, host_short))
-        )
+        if host_short is not None:
+            return Rejection(option, self.fits_rule, self._host_too_small(option, host_short))
+        return self._none_fits(option, self._least(option.count, option.gpus_per_node), capacity)
+
+    def _none_fits(self, option: Option, least: float, capacity: float) -> Rejection | None:
+        if least == float("inf"):
+            return None  # no layout for this many GPUs (no multi-GPU strategy applies)
+        return Rejection(option, self.fits_rule, self._too_small(option, least, capacity))
 
     def _host_usable(self, option: Option) -> float:
         """Host RAM one node of the option offers less the headroom (bytes); unlimited when unknown
