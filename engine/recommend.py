@@ -47,12 +47,14 @@ from engine.models.response import (
     Throughput,
 )
 from engine.models.rule import Rule, Scalar
+from engine.performance import peak_flops
 from engine.planner import MEMORY_RULE, Candidate, Planner, Rejection
-from engine.policy import Filter, Policy, policy_from
+from engine.policy import PLAN_ATTRIBUTES, Filter, Policy, policy_from
 from engine.ranking import PREFERENCE_BASE, Ranked, complexity_of, measure, rank
 from engine.refengine import Outcome
 from engine.requirements import hardware_facts, requirements, sizing_facts, workload_assumptions
 from engine.sizing import CONVENTIONS, GB
+from engine.sizing.conventions import MFU, TRAINING_FLOPS_PER_PARAM_TOKEN
 from engine.sizing.training_memory import model_state_bytes_per_param
 from engine.workload import Job, resolve
 
@@ -291,9 +293,11 @@ class Advisor:
         (across nodes the link is slower and every measure but raw speed is worse; the `fastest`
         objective plans them all)."""
         fastest = planner.request.objective == "fastest"
-        for option in cheapest:
-            if option.nodes == 1 or fastest:
+        if fastest:
+            for option in cheapest:
                 self._plan_into(planner, option, found, rejected)
+        else:
+            self._plan_one_node(planner, [o for o in cheapest if o.nodes == 1], found, rejected)
         one_node = {
             (c.option.gpu.id, c.option.acquisition)
             for c in found
@@ -302,6 +306,30 @@ class Advisor:
         for option in cheapest:
             if option.nodes > 1 and not fastest and (option.gpu.id, option.acquisition) not in one_node:
                 self._plan_into(planner, option, found, rejected)
+
+    def _plan_one_node(
+        self, planner: Planner, options: list[Option], found: list[Candidate], rejected: list[Rejection]
+    ) -> None:
+        """Plan one-node options, fewest GPUs first per GPU model, acquisition and pricing. An option
+        whose least possible measure (`_measure_floor`) is above that of a plan already found on
+        fewer of the same GPUs, got the same way, is not planned: the ranking keeps one option per
+        GPU, acquisition, pricing, method and precision, the best, and it cannot be that one."""
+        objective = planner.request.objective
+        floor_of = _measure_floor(planner, objective)
+        best: dict[tuple[str, str, str], float] = {}
+        ordered = sorted(options, key=lambda o: (o.gpu.id, o.acquisition, o.pricing, o.count))
+        for option in ordered:
+            key = (option.gpu.id, option.acquisition, option.pricing)
+            held = best.get(key)
+            if held is not None and floor_of(option) > held:
+                continue
+            before = len(found)
+            self._plan_into(planner, option, found, rejected)
+            if len(found) > before:
+                c = found[-1]
+                if not c.plan_attrs["method_changed"] and not c.plan_attrs["precision_changed"]:
+                    value = measure(c, objective, planner.per_user_tps)
+                    best[key] = value if held is None else min(held, value)
 
     def options(self, ctx: Context, gpu_count: int | None) -> tuple[Option, ...]:
         """The options for a context, built once per distinct context (a bounded cache)."""
@@ -790,16 +818,7 @@ def _best_when_lifted(
     cost floor, times the balanced GPU and node factor, times the largest bonus the preferences can
     give), stopping as soon as no remaining option can beat the best found."""
     alone, cheapest = cheapest_per_group(relaxed, options)
-    busy = (
-        None if relaxed.job.training_tokens is not None else relaxed.usage(relaxed.job.job_hours).busy_hours
-    )
-    bonus = PREFERENCE_BASE ** -sum(max(0.0, p.weight) for p in relaxed.policy.preferences)
-    balanced = objective == "balanced"
-
-    def lowest(option: Option) -> float:
-        factor = complexity_of(option.count, option.nodes) if balanced else 1.0
-        return _cost_floor(option, busy) * factor * bonus
-
+    lowest = _measure_floor(relaxed, objective)
     floors = sorted(((lowest(o), i, o) for i, o in enumerate(alone + cheapest)), key=lambda t: t[:2])
     best: tuple[float, tuple[str, int, str], Candidate] | None = None
     for floor, _, option in floors:
@@ -813,6 +832,44 @@ def _best_when_lifted(
             if best is None or key < best[:2]:
                 best = (*key, found)
     return None if best is None else best[2]
+
+
+def _measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]:
+    """The least `measure` (cheapest or balanced) an option can have before it is sized: its cost
+    floor, times the balanced GPU and node factor, times the largest bonus the preferences give
+    (the serving speed factor is at least 1)."""
+    job = planner.job
+    busy = None if job.training_tokens is not None else planner.usage(job.job_hours).busy_hours
+    # the preferences that could favour an option: their tests on the option's own attributes pass
+    favouring = [
+        (p.weight, tuple((name, holds) for name, holds in p.tests if name not in PLAN_ATTRIBUTES))
+        for p in planner.policy.preferences
+        if p.weight > 0
+    ]
+    balanced = objective == "balanced"
+    # A rented run with no utilisation stated pays for its own hours, which are at least its
+    # compute at the GPU's highest dense peak (every plan adds communication to that).
+    run_flops = (
+        job.training_tokens * TRAINING_FLOPS_PER_PARAM_TOKEN * job.active_params
+        if job.training_tokens is not None and job.utilization is None and job.task != "inference"
+        else None
+    )
+
+    def floor(option: Option) -> float:
+        factor = complexity_of(option.count, option.nodes) if balanced else 1.0
+        least = _cost_floor(option, busy)
+        if run_flops is not None and option.acquisition == "rent":
+            peak = max(
+                (p for p in (peak_flops(option.gpu, "fp8"), peak_flops(option.gpu, "bf16")) if p), default=0
+            )
+            if peak > 0:
+                hours = run_flops / (option.count * peak * MFU) / 3600.0
+                least = option.hourly_rent_usd * min(hours, job.horizon_hours)
+        attrs = option.attrs
+        weight = sum(w for w, tests in favouring if all(n in attrs and holds(attrs[n]) for n, holds in tests))
+        return least * factor * PREFERENCE_BASE**-weight
+
+    return floor
 
 
 def _cost_floor(option: Option, busy_hours: float | None) -> float:

@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 import pytest
 
+import engine.recommend as recommend_module
 from engine.candidates import context_for
 from engine.kb import KB
 from engine.models.request import RecommendRequest
@@ -171,3 +172,29 @@ def test_answers_do_not_depend_on_what_the_advisor_answered_before() -> None:
     for name in names:
         alone = Advisor(base.kb, base.rules, base.rules_root)
         assert in_turn[name] == recorded(alone.recommend(golden_request(name))), name
+
+
+GRID = [
+    {
+        "workload": {"task": task, "params_b": size},
+        "constraints": {"acquisition": acquisition},
+        "objective": obj,
+    }
+    for task in ("inference", "lora", "full_finetune", "pretrain")
+    for size in (0.3, 8.0, 70.0)
+    for acquisition in ("buy", "rent", "any")
+    for obj in ("balanced", "cheapest")
+]
+
+
+@pytest.mark.parametrize("case", [*golden_names(), *range(len(GRID))])
+def test_skipping_options_a_smaller_one_beats_changes_no_answer(
+    case: str | int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An option whose least possible measure is above that of fewer of the same GPUs is not sized;
+    the answers must be those of a search that sizes every one."""
+    request = golden_request(case) if isinstance(case, str) else RecommendRequest.model_validate(GRID[case])
+    pruned = recorded(advisor().recommend(request))
+    monkeypatch.setattr(recommend_module, "_measure_floor", lambda planner, objective: lambda option: 0.0)
+    full = recorded(advisor().recommend(request))
+    assert pruned == full
