@@ -1,10 +1,10 @@
 """The durable-rules adapter: the only module that imports durable.
 
-It runs the rules compiled by engine/compile.py with the runtime workarounds of engine-notes §3/§7.3:
-actions looked up by name with durable's background threads off (§1.5), a bounded pool of session
+It runs the rules compiled by engine/compile.py with the runtime workarounds of docs/durable-rules.md
+§3: actions looked up by name with durable's background threads off (§5), a bounded pool of session
 ids with pairwise-distinct 32-bit FNV-1a hashes (bugs 5, 6), input facts asserted at C level before
 `__ready__` runs the agenda (bug 8), exceptions caught in the action wrapper and raised to the
-caller (bug 10), and `delete_state` always (§1.6). Results have the reference engine's shape.
+caller (bug 10), and `delete_state` always (§4). Results have the reference engine's shape.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class DurableEngine:
 
     def close(self) -> None:
         """Free the ruleset in durable's C core: `Ruleset` objects never free their handle, so each
-        replaced engine would keep about 0.8 MB (engine-notes §1.6, "Hot reload"). Taken under the
+        replaced engine would keep about 0.8 MB (docs/durable-rules.md §4). Taken under the
         lock, so no request is inside the core meanwhile; a request that reaches this engine later
         is answered by the reference engine, whose outcomes are identical (tests/test_chaining.py)."""
         with self._lock:
@@ -148,7 +148,7 @@ class DurableEngine:
                 for name, value in firing.derived.items():
                     c.assert_fact(as_fact(name, value))
                 request.firings.append(firing)
-            except Exception as exc:  # durable would swallow it (engine-notes §1.4)
+            except Exception as exc:  # durable would swallow it (docs/durable-rules.md §2.4)
                 request.error = exc
 
         return act

@@ -4,7 +4,7 @@ Each rule's `when` is brought to disjunctive normal form; every conjunction beco
 `<rule id>#<n>` whose patterns each match one fact `{type: fact, name, value, kind}`. The adapter
 (engine/chaining.py) fires a rule once, whichever conjunction matched first.
 
-The workarounds of engine-notes §3/§7.2 that apply to this fact model:
+The workarounds of docs/durable-rules.md §3 that apply to this fact model:
 - no cross-fact comparisons are ever generated, so the join-guard and nested-group bugs (1, 2)
   cannot arise; the `sid`/`id`/`_g` names are never used in conditions (4);
 - a rule with a negated literal waits for the `__ready__` fact, so its `$not` is evaluated after
@@ -96,7 +96,7 @@ def _negated_value_tests(condition: Condition) -> list[dict[str, Any]] | None:
 
 
 def _pattern(name: str, tests: list[dict[str, Any]]) -> dict[str, Any]:
-    # Plain tests first, nested groups last (engine-notes §3, bug 2).
+    # Plain tests first, nested groups last (docs/durable-rules.md §3, bug 2).
     plain = [t for t in tests if not any(key in ("$or", "$and") for key in t)]
     groups = [t for t in tests if t not in plain]
     return {"$and": [{"type": "fact"}, {"name": name}, *plain, *groups]}

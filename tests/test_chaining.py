@@ -148,7 +148,8 @@ def test_threads_get_the_serial_answers() -> None:
 def test_session_ids_have_distinct_hashes() -> None:
     sids = distinct_hash_sids(64)
     assert len({fnv1a_32(sid) for sid in sids}) == 64
-    # engine-notes §1.6: these two sids collide under FNV-1a, durable's hash, and would share a session
+    # docs/durable-rules.md §3, bug 5: these two sids collide under FNV-1a, durable's hash, and
+    # would share a session
     assert fnv1a_32("req-991307") == fnv1a_32("req-1971740")
 
 

@@ -34,7 +34,7 @@ INPUT_NAMESPACES = ("workload.", "constraints.", "request.", "sizing.", "hardwar
 """Facts known before any rule fires: the request, its sizing and the hardware it names
 (docs/rule-facts.md)."""
 RESERVED_FACTS = ("sid", "id", "_g", "type")
-"""Field names the durable-rules adapter uses itself (engine-notes §3, bug 4)."""
+"""Field names the durable-rules adapter uses itself (docs/durable-rules.md §3, bug 4)."""
 
 
 def is_input_fact(name: str) -> bool:
