@@ -14,9 +14,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.lifecycle import ServedKB
 from engine.knowledge.checked import CheckFailed
+from engine.knowledge.problems import KBInvalid
 from engine.models.service import Reloaded, ReloadRefused, ReloadUnfinished
 from engine.models.views import ErrorDetail
-from engine.problems import KBInvalid
 
 bearer = HTTPBearer(auto_error=False, description="the admin token the service was started with")
 log = logging.getLogger("gpu_advisor.api")

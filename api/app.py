@@ -15,7 +15,7 @@ from api.lifecycle import ServedKB
 from api.limits import BodySizeLimit
 from api.openapi import kb_aware_openapi
 from api.routes import router
-from engine import paths
+from engine.knowledge import paths
 from engine.recommend import Advisor
 
 ADMIN_TOKEN_ENV = "GPU_ADVISOR_ADMIN_TOKEN"

@@ -19,7 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from engine.workload import InvalidRequest, UnknownReference
+from engine.planning.workload import InvalidRequest, UnknownReference
 
 log = logging.getLogger("gpu_advisor.api")
 

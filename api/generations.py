@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine import cache
-from engine.cache import CheckedKB
+from engine.knowledge import cache
+from engine.knowledge.cache import CheckedKB
 
 STATE_ENV = "GPU_ADVISOR_STATE"
 WORKERS_ENV = "GPU_ADVISOR_WORKERS"

@@ -20,6 +20,7 @@ from engine.models.request import RecommendRequest
 from engine.models.response import RecommendResponse
 from engine.models.service import RuleDetail, RuleSummary
 from engine.models.views import ErrorDetail, GpuSummary, Health, Version
+from engine.reasoning.ruledocs import rule_detail, rule_summary
 from engine.recommend import Advisor
 
 # Operation ids are the route functions' names: stable, and what the OpenAPI links refer to.
@@ -143,7 +144,7 @@ async def get_model(model_id: str, advisor: CurrentAdvisor) -> Model:
 async def list_rules(advisor: CurrentAdvisor) -> list[RuleSummary]:
     """Every rule's metadata: id, title, category, status, rationale and citations, in id order."""
     return [
-        RuleSummary.of(rule, advisor.categories.get(rule.id, "uncategorized"))
+        rule_summary(rule, advisor.categories.get(rule.id, "uncategorized"))
         for rule in sorted(advisor.rules, key=lambda r: r.id)
     ]
 
@@ -152,7 +153,7 @@ async def list_rules(advisor: CurrentAdvisor) -> list[RuleSummary]:
 async def get_rule(rule_id: str, advisor: CurrentAdvisor) -> RuleDetail:
     """One rule: its metadata, its condition in words, and what it does when it fires."""
     rule = _found(advisor.rules_by_id, rule_id, "rule")
-    return RuleDetail.of(rule, advisor.categories.get(rule.id, "uncategorized"))
+    return rule_detail(rule, advisor.categories.get(rule.id, "uncategorized"))
 
 
 def _found(table: Mapping[str, T], key: str, kind: str) -> T:

@@ -33,9 +33,9 @@ import httpx
 from bench.http_load import Server, load, serve
 from bench.mix import requests
 from bench.stats import percentile
-from engine.kb import content_version
+from engine.knowledge.kb import content_version
+from engine.knowledge.paths import PROJECT_ROOT
 from engine.knowledge.snapshot import Tree
-from engine.paths import PROJECT_ROOT
 
 FAULTS = Path(__file__).with_name("faults.json")
 TOKEN = "bench-admin-token"

@@ -31,7 +31,7 @@ import httpx
 
 from bench.mix import requests
 from bench.stats import percentile
-from engine.paths import PROJECT_ROOT
+from engine.knowledge.paths import PROJECT_ROOT
 
 HOST = "127.0.0.1"
 
@@ -63,7 +63,7 @@ def serve(
     """The service as `gpu-advisor serve` starts it (with `extra` arguments and `env` on top of this
     process's environment), until the block ends."""
     port = free_port()
-    command = [sys.executable, "-m", "engine.cli", "serve", "--host", HOST, "--port", str(port)]
+    command = [sys.executable, "-m", "cli.main", "serve", "--host", HOST, "--port", str(port)]
     command += ["--workers", str(workers), *extra]
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -194,7 +194,7 @@ def startup(runs: int) -> list[float]:
 
 
 def cli_times(runs: int) -> list[float]:
-    command = [sys.executable, "-m", "engine.cli", "recommend", "--params-b", "7", "--task", "inference"]
+    command = [sys.executable, "-m", "cli.main", "recommend", "--params-b", "7", "--task", "inference"]
     times = []
     for _ in range(runs):
         start = time.perf_counter()

@@ -17,12 +17,12 @@ from typing import Any
 
 from bench.mix import requests
 from bench.stats import summary_ms
-from engine.engines import make_engine
-from engine.kb import KB
+from engine.knowledge.kb import KB
 from engine.models.request import RecommendRequest
+from engine.planning.requirements import sizing_facts
+from engine.planning.workload import resolve
+from engine.reasoning.engines import make_engine
 from engine.recommend import Advisor, default_advisor
-from engine.requirements import sizing_facts
-from engine.workload import resolve
 
 
 def timed_calls(

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 from datetime import date
 
-from engine import paths
-from engine.graph import build_graph
-from engine.kb import load_kb, read_kb
-from engine.lint import lint_kb
+from engine.knowledge import paths
+from engine.knowledge.graph import build_graph
+from engine.knowledge.kb import load_kb, read_kb
+from engine.knowledge.lint import lint_kb
 
 
 def measure(action: Callable[[], object], runs: int) -> tuple[float, float]:

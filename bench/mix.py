@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.paths import PROJECT_ROOT
+from engine.knowledge.paths import PROJECT_ROOT
 
 GOLDEN = PROJECT_ROOT / "tests" / "golden"
 

@@ -14,11 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import NamedTuple
 
-from engine.cache import CheckedKB
-from engine.candidates import Context, Option, context_for, latest_prices, options
-from engine.economics import spend
-from engine.engines import RuleEngine, make_engine
-from engine.explain import (
+from engine.answer.explain import (
     TASK_WORDS,
     citation_text,
     hardware,
@@ -31,10 +27,11 @@ from engine.explain import (
     why,
     workload_words,
 )
-from engine.explain import money as money_text
-from engine.facts import request_facts
-from engine.graph import KBGraph
-from engine.kb import KB
+from engine.answer.explain import money as money_text
+from engine.answer.ranking import PREFERENCE_BASE, Ranked, complexity_of, measure, rank
+from engine.knowledge.cache import CheckedKB
+from engine.knowledge.graph import KBGraph
+from engine.knowledge.kb import KB
 from engine.models.request import HardwareCount, RecommendRequest
 from engine.models.response import (
     Cost,
@@ -47,16 +44,19 @@ from engine.models.response import (
     Throughput,
 )
 from engine.models.rule import Rule, Scalar
-from engine.performance import peak_flops
-from engine.planner import MEMORY_RULE, Candidate, Planner, Rejection
-from engine.policy import PLAN_ATTRIBUTES, Filter, Policy, policy_from
-from engine.ranking import PREFERENCE_BASE, Ranked, complexity_of, measure, rank
-from engine.refengine import Outcome
-from engine.requirements import hardware_facts, requirements, sizing_facts, workload_assumptions
+from engine.planning.candidates import Context, Option, context_for, latest_prices, options
+from engine.planning.economics import spend
+from engine.planning.performance import peak_flops
+from engine.planning.planner import MEMORY_RULE, Candidate, Planner, Rejection
+from engine.planning.requirements import hardware_facts, requirements, sizing_facts, workload_assumptions
+from engine.planning.workload import Job, resolve
+from engine.reasoning.engines import RuleEngine, make_engine
+from engine.reasoning.facts import request_facts
+from engine.reasoning.policy import PLAN_ATTRIBUTES, Filter, Policy, policy_from
+from engine.reasoning.refengine import Outcome
 from engine.sizing import CONVENTIONS, GB
 from engine.sizing.conventions import MFU, TRAINING_FLOPS_PER_PARAM_TOKEN
 from engine.sizing.training_memory import model_state_bytes_per_param
-from engine.workload import Job, resolve
 
 MAX_REJECTED = 15
 OPTION_CACHE_SIZE = 256
@@ -722,7 +722,7 @@ class Advisor:
                 "every hour (100%); give constraints.utilization_pct to change it"
             )
         if job.utilization is None:
-            from engine.economics import DEFAULT_UTILIZATION
+            from engine.planning.economics import DEFAULT_UTILIZATION
 
             found["default_utilization_pct"] = DEFAULT_UTILIZATION * 100
         return found
@@ -948,7 +948,7 @@ def _substitute_words(candidate: Candidate, task: str, precision: str) -> str:
 
 
 def _alternative(spec: object, asked: str, precision: str, count: int) -> str | None:
-    from engine.planner import Spec
+    from engine.planning.planner import Spec
 
     assert isinstance(spec, Spec)
     layout = spec.layout
@@ -1040,7 +1040,7 @@ def default_advisor() -> Advisor:
     global _default
     with _lock:
         if _default is None:
-            from engine.paths import data_dir, kb_dir, rules_dir
+            from engine.knowledge.paths import data_dir, kb_dir, rules_dir
 
             _default = load_advisor(kb_dir(), rules_dir(), data_dir(), date.today())
         return _default

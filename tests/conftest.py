@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 from hypothesis import settings
 
 from api.app import create_app
-from engine import paths
-from engine.graph import KBGraph
-from engine.kb import KB, load_kb
+from engine.knowledge import paths
+from engine.knowledge.graph import KBGraph
+from engine.knowledge.kb import KB, load_kb
 from engine.recommend import Advisor, default_advisor
 
 PROJECT = paths.PROJECT_ROOT

@@ -24,8 +24,8 @@ from typing import Any
 import schemathesis
 from pydantic import ValidationError
 
-from engine.architecture import MAX_PARAMS_RATIO, least_params
 from engine.models.request import ArchitectureIn
+from engine.planning.architecture import MAX_PARAMS_RATIO, least_params
 from engine.recommend import default_advisor
 
 MAX_PARAMS_B = 100_000

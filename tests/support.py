@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from engine.paths import PROJECT_ROOT
+from engine.knowledge.paths import PROJECT_ROOT
 from engine.sizing import TransformerShape, shape_from_architecture
 
 MODELS = PROJECT_ROOT / "kb" / "models"

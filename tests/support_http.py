@@ -6,7 +6,7 @@ import json
 
 import httpx
 
-from engine.paths import PROJECT_ROOT
+from engine.knowledge.paths import PROJECT_ROOT
 
 
 def assert_clean_error(response: httpx.Response, status: int) -> str:

@@ -14,9 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from engine.kb import KB
-from engine.paths import PROJECT_ROOT
-from engine.problems import KBInvalid
+from engine.knowledge.kb import KB
+from engine.knowledge.paths import PROJECT_ROOT
+from engine.knowledge.problems import KBInvalid
 from engine.recommend import Advisor
 
 GOLDEN = PROJECT_ROOT / "tests" / "golden"

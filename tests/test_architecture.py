@@ -1,4 +1,4 @@
-"""A partial architecture in the request, completed (engine/architecture.py, the estimates in
+"""A partial architecture in the request, completed (engine/planning/architecture.py, the estimates in
 engine/sizing/shape.py), and what the response says about each size it filled in."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from engine.architecture import Contradiction, complete, least_params
 from engine.models.request import ArchitectureIn, RecommendRequest
+from engine.planning.architecture import Contradiction, complete, least_params
 from engine.sizing.inference_memory import kv_cache_bytes_per_token
 from engine.sizing.shape import (
     dense_param_count,
@@ -200,7 +200,7 @@ def test_an_architecture_far_larger_than_the_model_is_a_contradiction() -> None:
 
 
 def test_the_contradiction_is_a_422_on_the_architecture() -> None:
-    from engine.workload import InvalidRequest
+    from engine.planning.workload import InvalidRequest
 
     with pytest.raises(InvalidRequest) as error:
         recommend(LLAMA_3_8B, params_b=2.5)

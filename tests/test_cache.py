@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import cache, paths
-from engine.knowledge import checked
+from engine.knowledge import cache, checked, paths
+from engine.knowledge.problems import KBInvalid
 from engine.knowledge.snapshot import Tree
 from engine.models.kb import KIND_MODELS
-from engine.problems import KBInvalid
 from engine.recommend import load_advisor
 
 TODAY = date(2026, 11, 25)
@@ -77,7 +76,14 @@ def test_the_key_covers_every_module_that_decides_validity() -> None:
     """The lint, import and reading code decide what is valid as much as the schemas do: an upgrade
     that adds a check must not reuse an entry written before it."""
     hashed = {path.as_posix() for path in cache.code_files()}
-    for module in ("lint.py", "catalog.py", "documents.py", "kb.py", "rules.py", "models/kb.py"):
+    for module in (
+        "knowledge/lint.py",
+        "knowledge/catalog.py",
+        "knowledge/documents.py",
+        "knowledge/kb.py",
+        "reasoning/rules.py",
+        "models/kb.py",
+    ):
         assert module in hashed, module
     assert "knowledge/snapshot.py" in hashed
 
@@ -170,7 +176,7 @@ WRITER = textwrap.dedent(
     import os, sys, time
     from datetime import date
     from pathlib import Path
-    from engine import cache
+    from engine.knowledge import cache
     from engine.knowledge.checked import read_checked
 
     kb = Path(sys.argv[1])

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.catalog import CATALOG_DIR, ImportResult, build_offers, report_markdown, write_offers
-from engine.cli import main
-from engine.kb import KB
-from engine.paths import PROJECT_ROOT as PROJECT
+from cli.main import main
+from engine.knowledge.catalog import CATALOG_DIR, ImportResult, build_offers, report_markdown, write_offers
+from engine.knowledge.kb import KB
+from engine.knowledge.paths import PROJECT_ROOT as PROJECT
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from engine.chaining import DurableEngine, distinct_hash_sids, fnv1a_32
-from engine.cli import main
-from engine.engines import make_engine
+from cli.main import main
+from engine.knowledge.paths import PROJECT_ROOT
 from engine.models.rule import Rule
-from engine.paths import PROJECT_ROOT
-from engine.refengine import Outcome, ReferenceEngine, RuleConflict
-from engine.rules import read_rules
+from engine.reasoning.chaining import DurableEngine, distinct_hash_sids, fnv1a_32
+from engine.reasoning.engines import make_engine
+from engine.reasoning.refengine import Outcome, ReferenceEngine, RuleConflict
+from engine.reasoning.rules import read_rules
 
 INPUTS: dict[str, list[Any]] = {
     "workload.a": [0, 1, 2.5, 7, 70],

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import EXIT_UNAVAILABLE, main, schema_documents
-from engine.paths import PROJECT_ROOT as PROJECT
+from cli.main import EXIT_UNAVAILABLE, main, schema_documents
+from engine.knowledge.paths import PROJECT_ROOT as PROJECT
 
 
 def test_json_schemas_in_docs_are_current(capsys: pytest.CaptureFixture[str]) -> None:
@@ -29,7 +29,7 @@ def test_stats_counts_entities(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_console_script_reports_bad_arguments_without_a_traceback() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "kb", "lint", "--today", "not-a-date"],
+        [sys.executable, "-m", "cli.main", "kb", "lint", "--today", "not-a-date"],
         capture_output=True,
         text=True,
         cwd=PROJECT,
@@ -54,12 +54,12 @@ def serve_without_a_server(monkeypatch: pytest.MonkeyPatch) -> None:
     start fails the test."""
     import uvicorn
 
-    import engine.cli
+    import cli.main
 
     def started(*args: object, **kwargs: object) -> None:
         raise AssertionError("the server was started")
 
-    monkeypatch.setattr(engine.cli, "load_advisor", lambda *args: object())
+    monkeypatch.setattr(cli.main, "load_advisor", lambda *args: object())
     monkeypatch.setattr(uvicorn, "run", started)
 
 
@@ -110,7 +110,7 @@ def test_serve_says_in_one_line_that_a_host_cannot_be_bound(
 
 def test_serve_reports_a_bad_port_without_a_traceback() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "serve", "--port", "99999"],
+        [sys.executable, "-m", "cli.main", "serve", "--port", "99999"],
         capture_output=True,
         text=True,
         cwd=PROJECT,

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import EXIT_OK, EXIT_USAGE, main
+from cli.main import EXIT_OK, EXIT_USAGE, main
+from cli.request_input import apply_flags, to_request
+from engine.knowledge.paths import PROJECT_ROOT
 from engine.models.response import RecommendResponse
-from engine.paths import PROJECT_ROOT
-from engine.request_input import apply_flags, to_request
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -117,7 +117,7 @@ def test_a_missing_request_file_is_a_message(tmp_path: Path, capsys: pytest.Capt
 
 def test_the_console_script_answers_as_a_whole_process() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "recommend", "--params-b", "7", "--task", "inference", "--json"],
+        [sys.executable, "-m", "cli.main", "recommend", "--params-b", "7", "--task", "inference", "--json"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -130,8 +130,8 @@ def test_the_console_script_answers_as_a_whole_process() -> None:
 def test_every_flag_names_a_request_field_and_takes_its_help_from_it() -> None:
     from typing import get_args
 
+    from cli.request_input import FLAGS
     from engine.models.request import Task
-    from engine.request_input import FLAGS
 
     for flag in FLAGS:
         assert flag.help, flag.name  # the field's description, or the flag's own usage

@@ -9,8 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import documents
-from engine.documents import (
+from engine.knowledge import documents
+from engine.knowledge.documents import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
     Document,

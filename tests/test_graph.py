@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.graph import KBGraph, node_key
-from engine.kb import KB
+from engine.knowledge.graph import KBGraph, node_key
+from engine.knowledge.kb import KB
 
 
 def test_every_entity_is_a_typed_node(kb: KB, graph: KBGraph) -> None:

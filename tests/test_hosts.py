@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.candidates import Context, Option, host_cost, options
-from engine.economics import owned_watts
-from engine.graph import KBGraph
-from engine.kb import KB
+from engine.knowledge.graph import KBGraph
+from engine.knowledge.kb import KB
+from engine.planning.candidates import Context, Option, host_cost, options
+from engine.planning.economics import owned_watts
 from tests.test_lint import assert_reported, edit, run_lint
 
 LINUX = Context(os="linux", vendors=None, providers=None, spot=False, owned=(), extra_counts=frozenset())

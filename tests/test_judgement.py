@@ -26,7 +26,7 @@ def ask(
 
 
 def paid(rec: Recommendation) -> float:
-    """What the budget is compared with (engine.economics.spend), read back from the response."""
+    """What the budget is compared with (engine.planning.economics.spend), read back from the response."""
     cost = rec.cost
     if rec.acquisition == "buy":
         return cost.capex_usd

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from engine.kb import KB, load_kb, read_kb
-from engine.paths import PROJECT_ROOT as PROJECT
-from engine.problems import KBInvalid
+from engine.knowledge.kb import KB, load_kb, read_kb
+from engine.knowledge.paths import PROJECT_ROOT as PROJECT
+from engine.knowledge.problems import KBInvalid
 
 
 def test_breadth_required_by_the_project(kb: KB) -> None:

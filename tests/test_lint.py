@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.cli import main
-from engine.lint import lint_kb
+from cli.main import main
+from engine.knowledge.lint import lint_kb
+from engine.knowledge.paths import PROJECT_ROOT as PROJECT
 from engine.models.kb import KIND_MODELS
-from engine.paths import PROJECT_ROOT as PROJECT
 
 H100 = "gpus/nvidia-h100-sxm.yaml"
 

@@ -14,7 +14,7 @@ from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from engine.paths import PROJECT_ROOT
+from engine.knowledge.paths import PROJECT_ROOT
 
 PYPROJECT = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
 BUILD_LOCK = "requirements-build.lock"

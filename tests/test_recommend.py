@@ -7,11 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from engine.chaining import DurableEngine
+from engine.answer.ranking import rank
 from engine.models.request import RecommendRequest
-from engine.ranking import rank
+from engine.planning.workload import UnknownReference
+from engine.reasoning.chaining import DurableEngine
 from engine.recommend import Advisor
-from engine.workload import UnknownReference
 from tests.golden_support import advisor, golden_names, golden_request, recorded
 
 
@@ -41,9 +41,9 @@ def test_ranking_does_not_depend_on_the_order_of_candidates() -> None:
     ask = golden_request("low-utilization-rents")
     adv = advisor()
     job_request = ask
-    from engine.candidates import context_for
-    from engine.policy import policy_from
-    from engine.workload import resolve
+    from engine.planning.candidates import context_for
+    from engine.planning.workload import resolve
+    from engine.reasoning.policy import policy_from
 
     job = resolve(job_request, adv.kb)
     outcome = adv.engine.run(adv.facts(job_request, job))

@@ -22,13 +22,13 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.lifecycle import ServedKB
-from engine import paths
-from engine.engines import make_engine
-from engine.kb import content_version
+from engine.knowledge import paths
+from engine.knowledge.kb import content_version
+from engine.knowledge.problems import KBInvalid
 from engine.knowledge.snapshot import Tree
-from engine.problems import KBInvalid
+from engine.reasoning.engines import make_engine
+from engine.reasoning.rules import read_rules
 from engine.recommend import Advisor
-from engine.rules import read_rules
 
 TOKEN = "reload-token"
 ADMIN = {"Authorization": f"Bearer {TOKEN}"}
@@ -66,7 +66,7 @@ def served(kb_copy: Path, tmp_path: Path) -> Iterator[str]:
         "GPU_ADVISOR_DATA": str(kb_copy.parent / "data"),
         "GPU_ADVISOR_CACHE": str(tmp_path / "cache"),
     }
-    command = [sys.executable, "-m", "engine.cli", "serve", "--workers", "2", "--port", str(port)]
+    command = [sys.executable, "-m", "cli.main", "serve", "--workers", "2", "--port", str(port)]
     server = subprocess.Popen(
         [*command, "--kb", str(kb_copy)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )

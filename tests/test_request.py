@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from engine.facts import request_facts
+from engine.knowledge.paths import PROJECT_ROOT
 from engine.models.request import RecommendRequest
-from engine.paths import PROJECT_ROOT
+from engine.reasoning.facts import request_facts
 
 FACT_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 

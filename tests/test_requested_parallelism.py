@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.memory import Layout
 from engine.models.request import RecommendRequest
 from engine.models.response import RecommendResponse
-from engine.performance import Links, training_speed
-from engine.workload import resolve
+from engine.planning.memory import Layout
+from engine.planning.performance import Links, training_speed
+from engine.planning.workload import resolve
 from tests.golden_support import advisor
 
 GB = 1e9

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import paths
-from engine.cli import main, rules_document
+from cli.main import main, rules_document
+from engine.knowledge import paths
 from engine.models.rule import Rule
-from engine.ruledocs import condition_text, new_rule_path, scaffold
-from engine.rules import read_rules
+from engine.reasoning.ruledocs import condition_text, new_rule_path, scaffold
+from engine.reasoning.rules import read_rules
 
 
 def test_rules_md_is_current() -> None:

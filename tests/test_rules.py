@@ -11,12 +11,12 @@ import yaml
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from engine.cli import main
-from engine.engines import ENGINE_NAMES, make_engine
+from cli.main import main
+from engine.knowledge.paths import PROJECT_ROOT
 from engine.models.rule import Rule
-from engine.paths import PROJECT_ROOT
-from engine.refengine import ReferenceEngine, RuleConflict
-from engine.rules import read_rules, run_rule_cases
+from engine.reasoning.engines import ENGINE_NAMES, make_engine
+from engine.reasoning.refengine import ReferenceEngine, RuleConflict
+from engine.reasoning.rules import read_rules, run_rule_cases
 
 RULES = read_rules(PROJECT_ROOT / "rules")
 CASES = [(rule, case) for rule in RULES.rules for case in rule.tests]

@@ -10,14 +10,14 @@ from types import MappingProxyType
 import pytest
 
 import engine.recommend as recommend_module
-from engine.candidates import context_for
-from engine.kb import KB
+from engine.answer.ranking import measure
+from engine.knowledge.kb import KB
 from engine.models.request import RecommendRequest
-from engine.planner import Candidate, Rejection
-from engine.policy import policy_from
-from engine.ranking import measure
+from engine.planning.candidates import context_for
+from engine.planning.planner import Candidate, Rejection
+from engine.planning.workload import resolve
+from engine.reasoning.policy import policy_from
 from engine.recommend import Advisor, identity_key
-from engine.workload import resolve
 from tests.golden_support import advisor, golden_names, golden_request, recorded
 
 

@@ -16,13 +16,13 @@ from datetime import date
 from pathlib import Path
 from types import MappingProxyType
 
-from engine import cache
-from engine.cache import CheckedKB
-from engine.kb import content_version
+from engine.knowledge import cache
+from engine.knowledge.cache import CheckedKB
+from engine.knowledge.kb import content_version
+from engine.knowledge.lint import load_checked_kb
+from engine.knowledge.problems import KBInvalid, Problem
 from engine.knowledge.snapshot import Tree
-from engine.lint import load_checked_kb
-from engine.problems import KBInvalid, Problem
-from engine.rules import read_rules
+from engine.reasoning.rules import read_rules
 
 
 def read_checked(

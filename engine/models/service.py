@@ -7,9 +7,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from engine.models.rule import Rule
-from engine.ruledocs import condition_text
-
 
 class RuleSummary(BaseModel):
     """One row of `GET /rules`: what a rule decides and why, without its conditions."""
@@ -21,10 +18,6 @@ class RuleSummary(BaseModel):
     replaced_by: str | None = Field(description="for a deprecated rule: the rule that replaces it")
     rationale: str = Field(description="why the rule holds, in plain words")
     citations: list[str] = Field(description="the sources behind the rule: URL, else source name")
-
-    @classmethod
-    def of(cls, rule: Rule, category: str) -> RuleSummary:
-        return cls(**_summary_fields(rule, category))
 
 
 class RuleAction(BaseModel):
@@ -45,36 +38,6 @@ class RuleDetail(RuleSummary):
     then: list[RuleAction] = Field(description="what the rule does when it fires, in order")
     caveats: list[str] = Field(description="limits of the rule, including where its sources disagree")
     test_cases: int = Field(description="number of the rule's own test cases (`gpu-advisor kb test`)")
-
-    @classmethod
-    def of(cls, rule: Rule, category: str) -> RuleDetail:
-        return cls(
-            **_summary_fields(rule, category),
-            priority=rule.priority,
-            when=condition_text(rule.when),
-            then=[
-                RuleAction(
-                    verb=action.verb,
-                    message=action.message,
-                    arguments=getattr(action, action.verb).model_dump(mode="json", by_alias=True),
-                )
-                for action in rule.then
-            ],
-            caveats=list(rule.caveats),
-            test_cases=len(rule.tests),
-        )
-
-
-def _summary_fields(rule: Rule, category: str) -> dict[str, Any]:
-    return {
-        "id": rule.id,
-        "title": rule.title,
-        "category": category,
-        "status": rule.status,
-        "replaced_by": rule.replaced_by,
-        "rationale": rule.rationale.strip(),
-        "citations": [str(c.url) if c.url else c.source for c in rule.citations],
-    }
 
 
 class Reloaded(BaseModel):

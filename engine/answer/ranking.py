@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import inf, log2
 
-from engine.planner import Candidate
+from engine.planning.planner import Candidate
 
 GPU_DOUBLING_FACTOR = 4 / 3
 """balanced: a doubling of the GPU count must cut the job's cost by a quarter (1 - 3/4) to rank higher"""

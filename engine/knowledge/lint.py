@@ -1,6 +1,6 @@
 """`gpu-advisor kb lint`: every check over the knowledge base, each problem with file, line and fix.
 
-Checks: the file-level ones from `engine.kb` (yaml, encoding, size, empty, duplicate-key, type,
+Checks: the file-level ones from `engine.knowledge.kb` (yaml, encoding, size, empty, duplicate-key, type,
 missing-field, unknown-key, value, range, sources, id-stem, duplicate-id, reference, layout,
 file-name) and the value-level ones here (date, range, consistency, host, generated).
 """
@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine.catalog import CONFIG_FILE, CatalogError, build_offers, stale_offers
-from engine.documents import Loc
-from engine.kb import KB, LoadResult, host_takes, read_kb, reference_problems
+from engine.knowledge.catalog import CONFIG_FILE, CatalogError, build_offers, stale_offers
+from engine.knowledge.documents import Loc
+from engine.knowledge.kb import KB, LoadResult, host_takes, read_kb, reference_problems
+from engine.knowledge.paths import display_path
+from engine.knowledge.problems import KBInvalid, Problem
 from engine.knowledge.snapshot import Tree
 from engine.models.kb import KIND_MODELS, Entity, Gpu, Host, Interconnect, Model, Offer
-from engine.paths import display_path
-from engine.problems import KBInvalid, Problem
 
 _NO_BANDWIDTH_KINDS = ("none", "unified")
 

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from engine.documents import ReadError, read_yaml_mapping
+from engine.knowledge.documents import ReadError, read_yaml_mapping
 from engine.knowledge.snapshot import Tree
 from engine.models.importer import ImportConfig, Override
 from engine.models.kb import Gpu, Offer, Provider

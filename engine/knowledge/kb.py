@@ -16,7 +16,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from engine.documents import Document, Loc, ReadError, read_yaml_mapping
+from engine.knowledge.documents import Document, Loc, ReadError, read_yaml_mapping
+from engine.knowledge.paths import display_path
+from engine.knowledge.problems import KBInvalid, Problem
 from engine.knowledge.snapshot import Tree
 from engine.models.kb import (
     KIND_MODELS,
@@ -31,8 +33,6 @@ from engine.models.kb import (
     Provider,
     Stack,
 )
-from engine.paths import display_path
-from engine.problems import KBInvalid, Problem
 
 E = TypeVar("E", bound=Entity)
 

@@ -16,12 +16,12 @@ from functools import cached_property, lru_cache
 from math import ceil
 from types import MappingProxyType
 
-from engine.candidates import Option
-from engine.economics import Costs, Usage, costs, spend, usage
-from engine.memory import Breakdown, Layout, Split, per_gpu
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
-from engine.performance import (
+from engine.planning.candidates import Option
+from engine.planning.economics import Costs, Usage, costs, spend, usage
+from engine.planning.memory import Breakdown, Layout, Split, per_gpu
+from engine.planning.performance import (
     DecodeWork,
     Speed,
     decode_work,
@@ -29,9 +29,17 @@ from engine.performance import (
     trained_params,
     training_speed,
 )
-from engine.policy import PLAN_ATTRIBUTES, Filter, Policy, Preference, SourcedTest, passes_residual, residual
+from engine.planning.workload import Job
+from engine.reasoning.policy import (
+    PLAN_ATTRIBUTES,
+    Filter,
+    Policy,
+    Preference,
+    SourcedTest,
+    passes_residual,
+    residual,
+)
 from engine.sizing import GB
-from engine.workload import Job
 
 METHOD_ORDER = ("pretrain", "full_finetune", "lora", "qlora")
 PRECISION_ORDER = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.memory import Layout, kv_dtype, micro_batch, weight_precision
 from engine.models.kb import Gpu
+from engine.planning.memory import Layout, kv_dtype, micro_batch, weight_precision
+from engine.planning.workload import Job
 from engine.sizing import (
     GB,
     LORA_ALL_LINEAR,
@@ -39,7 +40,6 @@ from engine.sizing.throughput import (
     decode_step_seconds_unchecked,
     tensor_parallel_comm_seconds_unchecked,
 )
-from engine.workload import Job
 
 ZERO3_COMM_VOLUME = 1.5
 """ZeRO-3 moves 1.5x the data of DDP's all-reduce per step (Rajbhandari et al. 2020, Sec. 7.2.2)."""

@@ -13,6 +13,7 @@ from functools import lru_cache
 from math import ceil
 from typing import Literal
 
+from engine.planning.workload import Job
 from engine.sizing import (
     PeftMemory,
     Sharding,
@@ -29,7 +30,6 @@ from engine.sizing import (
 from engine.sizing.activations import Recompute
 from engine.sizing.conventions import INFERENCE_OVERHEAD_FRACTION
 from engine.sizing.precision import KvCacheDtype, WeightPrecision
-from engine.workload import Job
 
 CUDA_CONTEXT_BYTES = 1.3e9
 """CUDA context and kernels loaded by PyTorch before any tensor: 'the kernels alone take up 1.3GB'

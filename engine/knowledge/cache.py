@@ -43,7 +43,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from engine.kb import KB
+from engine.knowledge.kb import KB
 from engine.knowledge.snapshot import Tree
 from engine.models import kb as kb_models
 from engine.models.kb import Gpu, Host, Interconnect, Model, Offer, Platform, Precision, Provider, Stack
@@ -126,7 +126,7 @@ def code_digest() -> str:
             digest.update(f"\0{name}={metadata.version(name)}".encode())
         except metadata.PackageNotFoundError:
             digest.update(f"\0{name}=?".encode())
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # the engine package
     for module in code_files():
         digest.update(module.as_posix().encode() + b"\0")
         digest.update((package / module).read_bytes())
@@ -136,7 +136,7 @@ def code_digest() -> str:
 def code_files() -> list[Path]:
     """The modules of the engine package, relative to it: all of them, not a list someone must keep
     up to date, since reading, linting, importing and the schemas all decide what is valid."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # the engine package
     return sorted(module.relative_to(package) for module in package.rglob("*.py"))
 
 
@@ -189,7 +189,7 @@ def load(key: str, kb_root: Path, folder: Path | None = None) -> CheckedKB | Non
     }
     kb = KB(root=kb_root, version=cached.version, origins=MappingProxyType({}), **views)
     rules = tuple(cached.rules)
-    from engine.lint import entity_problems  # lint reads the catalog: imported only on a hit
+    from engine.knowledge.lint import entity_problems  # lint reads the catalog: imported only on a hit
 
     if entity_problems(kb) or not _rules_consistent(rules):
         log.warning("the KB cache entry %s fails the KB checks and is ignored", key[:12])

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.documents import ReadError, parse_yaml_mapping
+from engine.knowledge.documents import ReadError, parse_yaml_mapping
 from engine.models.request import RecommendRequest
 
 MAX_REQUEST_FILE_BYTES = 64 * 1024

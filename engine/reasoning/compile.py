@@ -2,7 +2,7 @@
 
 Each rule's `when` is brought to disjunctive normal form; every conjunction becomes one durable rule
 `<rule id>#<n>` whose patterns each match one fact `{type: fact, name, value, kind}`. The adapter
-(engine/chaining.py) fires a rule once, whichever conjunction matched first.
+(engine/reasoning/chaining.py) fires a rule once, whichever conjunction matched first.
 
 The workarounds of docs/durable-rules.md §3 that apply to this fact model:
 - no cross-fact comparisons are ever generated, so the join-guard and nested-group bugs (1, 2)

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 
-from engine.graph import KBGraph
+from engine.knowledge.graph import KBGraph
 from engine.models.kb import Gpu, Host, HostPrice, Interconnect, Offer, Price
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
-from engine.performance import Links
+from engine.planning.performance import Links
 from engine.sizing import GB
 
 CARD_COUNTS = (1, 2, 4, 8)

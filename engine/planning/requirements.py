@@ -3,14 +3,14 @@ read (docs/rule-facts.md), and the `requirements` block of the response."""
 
 from __future__ import annotations
 
-from engine.kb import KB
-from engine.memory import Layout, per_gpu
+from engine.knowledge.kb import KB
 from engine.models.request import RecommendRequest
 from engine.models.response import Bound, JobMemory, Requirements
 from engine.models.rule import Scalar
-from engine.refengine import Facts
+from engine.planning.memory import Layout, per_gpu
+from engine.planning.workload import DEFAULT_TOKENS_PER_S_PER_USER, Job
+from engine.reasoning.refengine import Facts
 from engine.sizing import GB, required_tokens_per_second
-from engine.workload import DEFAULT_TOKENS_PER_S_PER_USER, Job
 
 TARGET_HEADROOM = 0.05
 TARGET_MIN_HEADROOM_GB = 1.0

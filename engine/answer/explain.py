@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 from engine.models.response import TraceStep
 from engine.models.rule import Citation, Rule
-from engine.planner import Candidate
-from engine.policy import Policy
-from engine.refengine import Outcome
+from engine.planning.planner import Candidate
+from engine.planning.workload import Job
+from engine.reasoning.policy import Policy
+from engine.reasoning.refengine import Outcome
 from engine.sizing import GB
-from engine.workload import Job
 
 READ_FACTS = (
     "size_tier",

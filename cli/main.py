@@ -13,19 +13,19 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from engine import paths
-from engine.catalog import CatalogError, build_offers, report_markdown, write_offers
-from engine.engines import EngineConfigError, make_engine
-from engine.kb import read_kb
-from engine.lint import lint_kb
+from cli.request_input import FLAGS, RequestInputError, apply_flags, read_request_file, to_request
+from engine.knowledge import paths
+from engine.knowledge.catalog import CatalogError, build_offers, report_markdown, write_offers
+from engine.knowledge.kb import read_kb
+from engine.knowledge.lint import lint_kb
+from engine.knowledge.problems import KBInvalid, Problem
 from engine.models.kb import KIND_MODELS
 from engine.models.rule import Rule
-from engine.problems import KBInvalid, Problem
+from engine.planning.workload import InvalidRequest
+from engine.reasoning.engines import EngineConfigError, make_engine
+from engine.reasoning.ruledocs import new_rule_path, rules_markdown, scaffold
+from engine.reasoning.rules import read_rules, run_rule_cases
 from engine.recommend import load_advisor
-from engine.request_input import FLAGS, RequestInputError, apply_flags, read_request_file, to_request
-from engine.ruledocs import new_rule_path, rules_markdown, scaffold
-from engine.rules import read_rules, run_rule_cases
-from engine.workload import InvalidRequest
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 EXIT_UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: the address to serve on cannot be listened on
@@ -328,7 +328,7 @@ def _recommend(args: argparse.Namespace) -> int:
     if args.json:
         print(response.model_dump_json(indent=2))
     else:
-        from engine.report import print_response  # rich only when a table is printed
+        from cli.report import print_response  # rich only when a table is printed
 
         print_response(response, show_trace=args.trace)
     return EXIT_OK

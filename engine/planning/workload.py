@@ -1,10 +1,11 @@
-"""A request's workload, resolved against the KB: parameter counts, the layer shape behind activation
-and KV-cache math, and the defaults the request leaves open.
+"""A request's workload, resolved against the KB: parameter counts, the layer shape behind activation and
+KV-cache math, and the defaults the request leaves open.
 
-Where the request gives an architecture, it is used, completed where it is partial (engine/architecture.py);
-a KB model's published architecture comes next; otherwise the shape is estimated from the parameter count
-(Kaplan et al. 2020, GPT-3 aspect ratio) with multi-head attention, which over- rather than under-states
-the KV cache. A serving block's absent fields take their stated defaults (engine/models/request.py).
+Where the request gives an architecture, it is used, completed where it is partial
+(engine/planning/architecture.py); a KB model's published architecture comes next; otherwise the shape
+is estimated from the parameter count (Kaplan et al. 2020, GPT-3 aspect ratio) with multi-head
+attention, which over- rather than under-states the KV cache. A serving block's absent fields take their
+stated defaults (engine/models/request.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Literal
 
-from engine.architecture import Contradiction, Filled, complete
-from engine.kb import KB
+from engine.knowledge.kb import KB
 from engine.models.request import (
     DEFAULT_INPUT_TOKENS,
     DEFAULT_OUTPUT_TOKENS,
@@ -23,6 +23,7 @@ from engine.models.request import (
     Task,
     Workload,
 )
+from engine.planning.architecture import Contradiction, Filled, complete
 from engine.sizing import TransformerShape, estimate_dims_from_params, shape_from_architecture
 from engine.sizing.precision import KvCacheDtype
 from engine.sizing.shape import DEFAULT_VOCAB_SIZE

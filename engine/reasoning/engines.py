@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from engine.models.rule import Rule
-from engine.refengine import Facts, Outcome, ReferenceEngine
+from engine.reasoning.refengine import Facts, Outcome, ReferenceEngine
 
 EngineName = Literal["durable", "reference"]
 ENGINE_NAMES: tuple[EngineName, ...] = ("durable", "reference")
@@ -39,6 +39,6 @@ def make_engine(rules: Sequence[Rule], name: EngineName | None = None) -> RuleEn
     chosen = name or configured_engine_name()
     if chosen == "reference":
         return ReferenceEngine(rules)
-    from engine.chaining import DurableEngine  # imported only when chosen: the C extension
+    from engine.reasoning.chaining import DurableEngine  # imported only when chosen: the C extension
 
     return DurableEngine(rules)

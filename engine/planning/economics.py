@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.candidates import Option
+from engine.planning.candidates import Option
 from engine.sizing.cost import (
     break_even_hours_unchecked,
     owned_cost_per_hour_usd_unchecked,

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import networkx as nx
 
-from engine.kb import KB, host_takes
+from engine.knowledge.kb import KB, host_takes
 from engine.models.kb import Entity, Gpu, Host, Interconnect, Offer
 
 NodeType = Literal["gpu", "host", "interconnect", "precision", "platform", "os", "provider", "offer", "model"]

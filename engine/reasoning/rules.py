@@ -12,14 +12,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from engine.documents import ReadError, read_yaml_mapping
-from engine.engines import RuleEngine
-from engine.kb import schema_problems
+from engine.knowledge.documents import ReadError, read_yaml_mapping
+from engine.knowledge.kb import schema_problems
+from engine.knowledge.paths import display_path
+from engine.knowledge.problems import Problem
 from engine.knowledge.snapshot import Tree
 from engine.models.rule import Rule
-from engine.paths import display_path
-from engine.problems import Problem
-from engine.refengine import RuleConflict
+from engine.reasoning.engines import RuleEngine
+from engine.reasoning.refengine import RuleConflict
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """The durable-rules adapter: the only module that imports durable.
 
-It runs the rules compiled by engine/compile.py with the runtime workarounds of docs/durable-rules.md
-§3: actions looked up by name with durable's background threads off (§5), a bounded pool of session
-ids with pairwise-distinct 32-bit FNV-1a hashes (bugs 5, 6), input facts asserted at C level before
-`__ready__` runs the agenda (bug 8), exceptions caught in the action wrapper and raised to the
-caller (bug 10), and `delete_state` always (§4). Results have the reference engine's shape.
+It runs the rules compiled by engine/reasoning/compile.py with the runtime workarounds of
+docs/durable-rules.md §3: actions looked up by name with durable's background threads off (§5), a
+bounded pool of session ids with pairwise-distinct 32-bit FNV-1a hashes (bugs 5, 6), input facts
+asserted at C level before `__ready__` runs the agenda (bug 8), exceptions caught in the action
+wrapper and raised to the caller (bug 10), and `delete_state` always (§4). Results have the
+reference engine's shape.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from typing import Any
 import durable_rules_engine  # durable's C core
 from durable import engine as durable_engine
 
-from engine.compile import BEGIN, READY, SINK, as_fact, compile_rules
 from engine.models.rule import Rule, Scalar, facts_in
-from engine.refengine import Facts, Firing, Outcome, ReferenceEngine, fire
+from engine.reasoning.compile import BEGIN, READY, SINK, as_fact, compile_rules
+from engine.reasoning.refengine import Facts, Firing, Outcome, ReferenceEngine, fire
 
 RULESET = "rules"
 POOL_SIZE = 8
