@@ -1,0 +1,199 @@
+"""engine/performance.py: a plan's decode and training speed, a roofline over the sizing functions.
+
+GPU figures are the KB's (kb/gpus/nvidia-h100-sxm.yaml: NVIDIA's datasheet, dense: 989.4 TFLOPS BF16,
+1,978.9 FP8, 494.7 TF32, 3,350 GB/s); the rest is arithmetic written in each test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.kb import KB
+from engine.memory import Layout
+from engine.models.kb import Gpu
+from engine.models.request import RecommendRequest
+from engine.performance import (
+    Links,
+    decode_work,
+    inference_speed,
+    peak_flops,
+    trained_params,
+    training_speed,
+)
+from engine.workload import Job, resolve
+
+TFLOPS = 1e12
+# rel=1e-12 wherever it appears: the roofline's figures differ from the arithmetic written in the test by
+# float rounding only.
+H100_BANDWIDTH = 3350e9
+MFU = 0.4  # Transformer Math 101: 120-180 of 312 TFLOP/s on an A100
+DECODE_EFFICIENCY = 0.7  # seed 002: batch-1 decoding reaches 70% of peak bandwidth
+ALLREDUCE_LATENCY = 8e-6  # llm-analysis: 8 us per all-reduce
+FAST = Links(gpu_to_gpu=450e9, inter_node=50e9, host=32e9)
+# Llama 3.1 8B config.json: 32 layers, 8 KV heads of 128, hidden 4,096, vocabulary 128,256;
+# 8,030,261,248 parameters in its shape, 8.03e9 as stated.
+KV_PER_TOKEN = 2 * 32 * 8 * 128 * 2
+SHAPE_PARAMS = 8_030_261_248
+EMBEDDING = 128_256 * 4_096
+
+
+def job_of(kb: KB, **workload: Any) -> Job:
+    return resolve(RecommendRequest.model_validate({"workload": workload}), kb)
+
+
+@pytest.fixture(scope="module")
+def h100(kb: KB) -> Gpu:
+    return kb.gpus["nvidia-h100-sxm"]
+
+
+@pytest.fixture(scope="module")
+def llama(kb: KB) -> Job:
+    return job_of(kb, task="inference", model="llama-3-1-8b", seq_len=8192, batch_size=1, precision="bf16")
+
+
+def test_peak_flops_picks_the_compute_format(kb: KB, h100: Gpu) -> None:
+    assert peak_flops(h100, "fp8") == 1978.9 * TFLOPS  # native fp8
+    assert peak_flops(h100, "bf16") == 989.4 * TFLOPS
+    assert peak_flops(h100, "fp32") == 494.7 * TFLOPS  # TF32 tensor cores
+    assert peak_flops(h100, "int4") == 989.4 * TFLOPS  # weight-only integers compute in 16-bit
+    a100 = kb.gpus["nvidia-a100-sxm-80gb"]
+    assert a100.fp8_dense_tflops is None
+    assert peak_flops(a100, "fp8") == a100.bf16_dense_tflops * TFLOPS  # type: ignore[operator]
+    vector_only = h100.model_copy(update={"tf32_dense_tflops": None})
+    assert peak_flops(vector_only, "fp32") == 67 * TFLOPS  # no TF32: the vector FP32 figure
+    bare = h100.model_copy(
+        update={
+            name: None
+            for name in ("fp8_dense_tflops", "bf16_dense_tflops", "fp16_dense_tflops", "fp32_tflops")
+        }
+    )
+    assert peak_flops(bare, "bf16") is None
+
+
+def test_decode_reads_the_weights_less_the_embedding_lookup_and_the_whole_kv_cache(llama: Job) -> None:
+    work = decode_work(llama, Layout("inference", "bf16"))
+    # The input embedding is a lookup of one row, not read whole: 8,030,261,248 - 128,256 x 4,096 params,
+    # scaled to the stated 8.03e9, x 2 bytes; plus 131,072 B/token x 8,192 tokens of KV cache.
+    read = (SHAPE_PARAMS - EMBEDDING) * 8.03e9 / SHAPE_PARAMS * 2
+    # rel=1e-12: float rounding only
+    assert work.step_bytes == pytest.approx(read + KV_PER_TOKEN * 8192, rel=1e-12)
+    assert work.flops_per_token == pytest.approx(2 * 8.03e9, rel=1e-12)  # Kaplan et al.: 2N per token
+    assert work.kv_bytes_per_sequence == KV_PER_TOKEN * 8192  # 8,192 is whole 16-token vLLM blocks
+    assert work.sequences == 1
+
+
+def test_batch_one_decoding_is_bandwidth_bound(llama: Job, h100: Gpu) -> None:
+    work = decode_work(llama, Layout("inference", "bf16"))
+    speed = inference_speed(llama, h100, Layout("inference", "bf16"), FAST)
+    assert speed is not None
+    # roofline: memory time 16.08 GB / (3,350 GB/s x 0.7) = 6.9 ms >> compute 16 GFLOP / (989 TFLOP/s x 0.4)
+    assert speed.tokens_per_s == pytest.approx(
+        H100_BANDWIDTH * DECODE_EFFICIENCY / work.step_bytes, rel=1e-12
+    )
+    assert speed.tokens_per_s == pytest.approx(145.8, abs=0.05)  # abs: the figure printed to 0.1 tok/s
+    # vLLM's KV budget: (80 GB x 0.9 - 16.06 GB of weights) / 1 GiB per sequence = 52.1 -> 52 sequences
+    assert speed.max_concurrent_sequences == 52
+
+
+def test_a_tensor_split_adds_bandwidth_and_a_pipeline_decodes_at_one_gpus_speed(
+    llama: Job, h100: Gpu
+) -> None:
+    one = inference_speed(llama, h100, Layout("inference", "bf16"), FAST)
+    pipeline = inference_speed(llama, h100, Layout("inference", "bf16", tp=2, split="pipeline"), FAST)
+    no_wire = Links(gpu_to_gpu=1e30, inter_node=1e30, host=1e30)  # only the all-reduce latency is left
+    tensor = inference_speed(llama, h100, Layout("inference", "bf16", tp=2, split="tensor"), no_wire)
+    assert one is not None and pipeline is not None and tensor is not None
+    assert pipeline.tokens_per_s == one.tokens_per_s
+    work = decode_work(llama, Layout("inference", "bf16"))
+    # two GPUs read half the bytes each; 32 layers x 2 all-reduces x 8 us latency per step
+    step = work.step_bytes / (2 * H100_BANDWIDTH * DECODE_EFFICIENCY) + 32 * 2 * ALLREDUCE_LATENCY
+    assert tensor.tokens_per_s == pytest.approx(1 / step, rel=1e-9)  # rel: the 1e30 link's residue
+    # two GPUs' memory holds the cache of more sequences: (2 x 72 GB - 16.06 GB) / 1 GiB = 119
+    assert pipeline.max_concurrent_sequences == 119
+
+
+def test_every_sequence_in_flight_decodes_at_the_step_rate(kb: KB, h100: Gpu) -> None:
+    job = job_of(kb, task="inference", model="llama-3-1-8b", seq_len=2048, batch_size=8, precision="bf16")
+    speed = inference_speed(job, h100, Layout("inference", "bf16", dp=2), FAST)
+    assert speed is not None
+    assert speed.aggregate_tokens_per_s == pytest.approx(8 * speed.tokens_per_s, rel=1e-12)
+    work = decode_work(job, Layout("inference", "bf16", dp=2))
+    # each replica decodes 4 sequences per step; both replicas' KV budgets count
+    assert work.sequences == 4
+    per_replica = int((80e9 * 0.9 - work.weights_bytes) // work.kv_bytes_per_sequence)
+    assert speed.max_concurrent_sequences == 2 * per_replica
+
+
+def test_single_gpu_training_is_compute_bound_at_the_mfu(kb: KB, h100: Gpu) -> None:
+    job = job_of(kb, task="pretrain", params_b=1.0, training_tokens_b=20)
+    speed = training_speed(job, h100, Layout("pretrain", "bf16"), FAST)
+    recomputed = training_speed(job, h100, Layout("pretrain", "bf16", checkpointing=True), FAST)
+    assert speed is not None and recomputed is not None
+    # C = 6 P per token (Transformer Math 101): 989.4e12 x 0.4 / 6e9 = 65,960 tokens/s
+    rate = 989.4 * TFLOPS * MFU / (6 * 1e9)
+    assert speed.aggregate_tokens_per_s == pytest.approx(rate, rel=1e-12)
+    assert speed.training_hours == pytest.approx(20e9 / rate / 3600, rel=1e-12)  # 84.2 h
+    # full recomputation runs the forward twice: 8 P per token, 3/4 of the rate
+    assert recomputed.aggregate_tokens_per_s == pytest.approx(rate * 6 / 8, rel=1e-12)
+
+
+def test_ddp_and_zero_1_train_at_the_same_speed_and_expose_what_backward_cannot_hide(
+    kb: KB, h100: Gpu
+) -> None:
+    job = job_of(kb, task="pretrain", params_b=1.0, training_tokens_b=20)
+    slow = Links(gpu_to_gpu=4e9, inter_node=4e9, host=32e9)  # 32 Gb/s: the sync shows
+    ddp = training_speed(job, h100, Layout("pretrain", "bf16", dp=8, zero=0), slow)
+    zero1 = training_speed(job, h100, Layout("pretrain", "bf16", dp=8, zero=1), slow)
+    assert ddp is not None and zero1 is not None
+    assert ddp.aggregate_tokens_per_s == zero1.aggregate_tokens_per_s
+    # 8 ranks x 2,048 tokens per micro-step; compute = 6 x 1e9 x 16,384 / (8 x 989.4e12 x 0.4);
+    # ring all-reduce of 2 bytes x 1e9 gradients: 8 us + 2 x 7/8 x 2e9 / 4e9; exposed beyond the
+    # backward's 2/3 of compute, once per 4,194,304-token optimizer step (256 micro-steps)
+    tokens = 8 * 2048
+    compute = 6 * 1e9 * tokens / (8 * 989.4 * TFLOPS * MFU)
+    sync = ALLREDUCE_LATENCY + 2 * 7 / 8 * 2e9 / 4e9
+    step = compute + (sync - 2 / 3 * compute) / (2**22 / tokens)
+    assert ddp.aggregate_tokens_per_s == pytest.approx(tokens / step, rel=1e-12)
+    assert ddp.tokens_per_s == pytest.approx(ddp.aggregate_tokens_per_s / 8, rel=1e-12)  # per replica
+
+
+def test_offload_pays_the_host_link_and_the_cpu_adam_step(kb: KB, h100: Gpu) -> None:
+    job = job_of(kb, task="full_finetune", params_b=1.0, training_tokens_b=1)
+    plain = training_speed(job, h100, Layout("full_finetune", "bf16"), FAST)
+    offload = training_speed(job, h100, Layout("full_finetune", "bf16", zero=3, offload=True), FAST)
+    assert plain is not None and offload is not None
+    # per micro-step of 2,048 tokens: 16-bit gradients out and weights back over the 32 GB/s host link
+    # (2 x 2 bytes x 1e9 / 32e9 s), and ZeRO-Offload's CPU-Adam at 0.22 s per 1B parameters
+    # (Ren et al. 2021, Table 4) once per 262,144-token optimizer step (128 micro-steps)
+    compute = 2048 / plain.aggregate_tokens_per_s
+    step = compute + 4e9 / 32e9 + 0.22 / 128
+    assert offload.aggregate_tokens_per_s == pytest.approx(2048 / step, rel=1e-12)
+
+
+def test_lora_trains_the_adapters_and_full_training_every_parameter(kb: KB) -> None:
+    job = job_of(kb, task="lora", model="llama-3-1-8b")
+    # Hu et al. 2021 on Llama 3.1 8B at r=16: q and v: 32 x 16 x (8,192 + 5,120) = 6,815,744 (what PEFT's
+    # print_trainable_parameters reports); QLoRA's every linear layer: 32 x 16 x 81,920 = 41,943,040.
+    assert trained_params(job, "lora") == 6_815_744
+    assert trained_params(job, "qlora") == 41_943_040
+    assert trained_params(job, "full_finetune") == job.params
+
+
+def test_a_zero_link_is_refused_and_no_flops_figure_gives_no_speed(kb: KB, h100: Gpu, llama: Job) -> None:
+    job = job_of(kb, task="pretrain", params_b=1.0, training_tokens_b=20)
+    dead = Links(gpu_to_gpu=0.0, inter_node=0.0, host=32e9)
+    with pytest.raises(ValueError, match="link_bandwidth"):
+        training_speed(job, h100, Layout("pretrain", "bf16", dp=2), dead)
+    with pytest.raises(ValueError, match="link_bandwidth"):
+        inference_speed(llama, h100, Layout("inference", "bf16", tp=2), dead)
+    # one GPU crosses no link: a zero link does not matter
+    assert training_speed(job, h100, Layout("pretrain", "bf16"), dead) is not None
+    bare = h100.model_copy(
+        update={
+            name: None
+            for name in ("fp8_dense_tflops", "bf16_dense_tflops", "fp16_dense_tflops", "fp32_tflops")
+        }
+    )
+    assert training_speed(job, bare, Layout("pretrain", "bf16"), FAST) is None
+    assert inference_speed(llama, bare, Layout("inference", "bf16"), FAST) is None

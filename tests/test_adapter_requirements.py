@@ -1,0 +1,156 @@
+"""engine/requirements.py: the workload's needs before any hardware is chosen, as the `sizing.*` and
+`hardware.*` facts the rules read, the response's `requirements` block and the assumptions filled in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.kb import KB
+from engine.memory import Layout, per_gpu
+from engine.models.request import RecommendRequest
+from engine.requirements import hardware_facts, requirements, sizing_facts, workload_assumptions
+from engine.workload import Job, resolve
+
+GB = 1e9
+# Facts are rounded to 3 decimals (GB) or 2 (percent) by the adapter, so they are compared exactly with the
+# same rounding of the arithmetic; rel=1e-12 where unrounded bytes are compared: float rounding only.
+# Llama 3.1 8B config.json: 32 layers x 8 KV heads x 128 wide; K and V in 2 bytes: 131,072 B per token.
+KV_PER_TOKEN = 2 * 32 * 8 * 128 * 2
+
+
+def request_of(workload: dict[str, Any], **constraints: Any) -> RecommendRequest:
+    return RecommendRequest.model_validate({"workload": workload, "constraints": constraints})
+
+
+def job_of(kb: KB, **workload: Any) -> Job:
+    return resolve(request_of(workload), kb)
+
+
+def test_inference_facts_are_the_weights_the_cache_and_their_ratio(kb: KB) -> None:
+    job = job_of(kb, task="inference", model="llama-3-1-8b", seq_len=8192, precision="bf16")
+    facts = sizing_facts(job, kb)
+    kv_gb = KV_PER_TOKEN * 8192 / GB  # 1.0737 GB
+    assert facts["sizing.params_b"] == 8.03
+    assert facts["sizing.weights_gb"] == 16.06  # 8.03e9 x 2 bytes
+    assert facts["sizing.kv_cache_gb"] == round(kv_gb, 3) == 1.074
+    # Transformer Math 101: 1.2 x the weights, plus the cache
+    assert facts["sizing.inference_gb"] == round(1.2 * 16.06 + kv_gb, 3)
+    assert facts["sizing.inference_int8_gb"] == round(1.2 * 8.03 + kv_gb, 3)  # 1 byte per weight
+    assert facts["sizing.kv_to_weights_pct"] == round(kv_gb / 16.06 * 100, 2) == 6.69
+    assert facts["sizing.task_gb"] == facts["sizing.inference_gb"]
+    assert facts["sizing.per_user_tokens_per_s"] == 10.0  # default: twice reading speed
+    assert facts["sizing.largest_gpu_gb"] == max(
+        (g.usable_memory_gb or g.memory_gb) for g in kb.gpus.values()
+    )
+
+
+@pytest.mark.parametrize(
+    ("task", "fact"),
+    [("full_finetune", "sizing.full_training_gb"), ("lora", "sizing.lora_gb"), ("qlora", "sizing.qlora_gb")],
+)
+def test_the_task_figure_is_the_tasks_own(kb: KB, task: str, fact: str) -> None:
+    job = job_of(kb, task=task, model="llama-3-1-8b")
+    facts = sizing_facts(job, kb)
+    assert facts["sizing.task_gb"] == facts[fact]
+    assert "sizing.kv_cache_gb" not in facts  # a training job has no KV cache to report
+    # QLoRA's 4-bit base needs less than LoRA's 16-bit one, which needs less than training every weight
+    qlora, lora, full = (float(facts[f"sizing.{name}_gb"]) for name in ("qlora", "lora", "full_training"))
+    assert qlora < lora < full
+
+
+def test_full_training_is_sixteen_bytes_a_parameter_plus_activations_and_context(kb: KB) -> None:
+    job = job_of(kb, task="full_finetune", params_b=1.0)
+    facts = sizing_facts(job, kb)
+    memory = per_gpu(job, Layout("full_finetune", "bf16"))
+    # ZeRO paper Sec. 3.1: 2 + 2 + 12 = 16 bytes per parameter of model states with mixed-precision Adam
+    assert memory.weights + memory.gradients + memory.optimizer == pytest.approx(16e9, rel=1e-12)  # rounding
+    assert facts["sizing.full_training_gb"] == round((16e9 + memory.activations + 1.3e9) / GB, 3)
+
+
+def test_traffic_gives_the_required_token_rate_with_burst_headroom(kb: KB) -> None:
+    request = request_of(
+        {
+            "task": "inference",
+            "model": "llama-3-1-8b",
+            "serving": {"requests_per_min": 600, "avg_output_tokens": 200},
+        }
+    )
+    facts = sizing_facts(resolve(request, kb), kb)
+    # seed 002 Q4: 600 requests/min = 10/s x 200 output tokens = 2,000 tokens/s, + 20% headroom = 2,400
+    assert facts["sizing.required_tokens_per_s"] == 2400.0
+    assert facts["sizing.utilization_pct"] == 100.0  # a service with stated traffic runs every hour
+
+
+def test_a_target_gpu_fits_while_the_larger_of_5_percent_and_1_gb_stays_free(kb: KB) -> None:
+    workload = {"task": "inference", "params_b": 7}
+    h100 = request_of(workload, target_hardware={"gpu": "nvidia-h100-sxm", "count": 2})
+    # 80 GB H100: 5% = 4 GB kept free, so 76 GB per GPU fits; two GPUs share the task
+    assert hardware_facts(h100, kb, 152.0)["hardware.target_fits"] is True
+    assert hardware_facts(h100, kb, 152.2)["hardware.target_fits"] is False
+    facts = hardware_facts(h100, kb, 10.0)
+    assert facts["hardware.target_total_gb"] == 160.0 and facts["hardware.target_gpu_gb"] == 80.0
+    assert facts["hardware.target_compute_capability"] == 9.0 and facts["hardware.target_bf16"] is True
+    # 12 GB RTX 3060: 5% is 0.6 GB, so the 1 GB floor applies: 11 GB fits, 11.1 does not
+    rtx = request_of(workload, target_hardware={"gpu": "nvidia-rtx-3060-12gb", "count": 1})
+    assert hardware_facts(rtx, kb, 11.0)["hardware.target_fits"] is True
+    assert hardware_facts(rtx, kb, 11.1)["hardware.target_fits"] is False
+
+
+def test_usable_memory_counts_where_it_is_less_than_the_memory(kb: KB) -> None:
+    gpu = kb.gpus["apple-m4-16gb"]  # macOS lets the GPU wire about 2/3 of 16 GB: 10.7 GB usable
+    assert gpu.usable_memory_gb == 10.7 and gpu.memory_gb == 16
+    request = request_of(
+        {"task": "inference", "params_b": 1},
+        target_hardware={"gpu": "apple-m4-16gb"},
+        existing_hardware=[{"gpu": "apple-m4-16gb"}],
+    )
+    facts = hardware_facts(request, kb, 1.0)
+    assert facts["hardware.target_gpu_gb"] == facts["hardware.owned_gpu_gb"] == 10.7
+
+
+def test_requirements_default_checkpointing_to_qlora_and_let_the_request_and_plan_decide(kb: KB) -> None:
+    qlora = job_of(kb, task="qlora", model="llama-3-1-8b")
+    stated = requirements(qlora, {}, "bf16")
+    # Dettmers et al. 2023 train QLoRA with checkpointing; the base is NF4 whatever precision is asked
+    assert stated.activation_checkpointing is True and stated.precision == "nf4"
+    lora = job_of(kb, task="lora", model="llama-3-1-8b")
+    assert requirements(lora, {}, "bf16").activation_checkpointing is False
+    assert requirements(lora, {}, "bf16", planned_checkpointing=True).activation_checkpointing is True
+    asked = job_of(kb, task="lora", model="llama-3-1-8b", gradient_checkpointing=False)
+    assert requirements(asked, {}, "bf16", planned_checkpointing=True).activation_checkpointing is False
+    planned = requirements(lora, {}, "bf16", planned_checkpointing=True).memory
+    # the reported memory is the checkpointed plan's, in GB to 3 decimals
+    memory = per_gpu(lora, Layout("lora", "bf16", checkpointing=True))
+    assert planned.activations_gb == round(memory.activations / GB, 3)
+    assert planned.total_gb == round(memory.total / GB, 3)
+
+
+def test_requirements_bound_defaults_by_task_and_reads_the_rules_bound(kb: KB) -> None:
+    serving = job_of(kb, task="inference", model="llama-3-1-8b")
+    training = job_of(kb, task="pretrain", params_b=1.0)
+    assert requirements(serving, {}, "bf16").bound == "memory_bandwidth"
+    assert requirements(training, {}, "bf16").bound == "compute"
+    assert requirements(training, {"bound": "interconnect"}, "bf16").bound == "interconnect"
+    assert requirements(serving, {"bound": "something else"}, "bf16").bound == "memory_bandwidth"
+    # a dense model reports no active-parameter count; inference never checkpoints
+    assert requirements(serving, {}, "bf16").active_params_b is None
+    assert requirements(serving, {}, "bf16", planned_checkpointing=True).activation_checkpointing is False
+
+
+def test_assumptions_name_the_defaults_the_engine_filled_in(kb: KB) -> None:
+    pretrain = workload_assumptions(job_of(kb, task="pretrain", params_b=7))
+    # Hoffmann et al. 2022: 20 tokens per parameter: 140B tokens for 7B
+    assert pretrain["training_tokens_b"] == 140.0
+    assert "Hoffmann" in str(pretrain["training_tokens_source"])
+    assert pretrain["deadline_hours"] == 720.0  # a month to pretrain (30 x 24 h)
+    finetune = workload_assumptions(job_of(kb, task="lora", params_b=7))
+    assert finetune["training_tokens_b"] == 0.1 and finetune["deadline_hours"] == 168.0  # 100M, a week
+    hours_only = workload_assumptions(job_of(kb, task="lora", params_b=7, job_hours=10))
+    assert "training_tokens_b" not in hours_only
+    assert str(hours_only["training_tokens_source"]).startswith("none")
+    stated = workload_assumptions(job_of(kb, task="lora", params_b=7, training_tokens_b=2, job_hours=10))
+    assert stated == {"training_tokens_b": 2.0, "deadline_hours": 10.0}  # nothing left to assume
+    serving = workload_assumptions(job_of(kb, task="inference", params_b=7))
+    assert serving["tokens_per_s_per_user"] == 10.0 and "tokens_per_s_per_user_source" in serving
