@@ -8,10 +8,10 @@ from datetime import date
 
 import pytest
 
-from engine.candidates import Option
-from engine.economics import DEFAULT_UTILIZATION, costs, owned_watts, spend, usage
-from engine.kb import KB
+from engine.knowledge.kb import KB
 from engine.models.kb import Price
+from engine.planning.candidates import Option
+from engine.planning.economics import DEFAULT_UTILIZATION, costs, owned_watts, spend, usage
 
 # rel=1e-12 throughout: the figures differ from the written arithmetic by float rounding only.
 EXACT = 1e-12

@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from engine.candidates import Option
-from engine.economics import Costs
-from engine.explain import (
+from engine.answer.explain import (
     cost_words,
     host_words,
     money,
@@ -24,16 +22,18 @@ from engine.explain import (
     value_words,
     why,
 )
-from engine.kb import KB
-from engine.memory import Breakdown, Layout
+from engine.knowledge.kb import KB
 from engine.models.kb import Price
 from engine.models.request import RecommendRequest
-from engine.performance import Speed
-from engine.planner import Candidate, Spec
-from engine.policy import Filter, Policy, Preference, Suggestion
+from engine.planning.candidates import Option
+from engine.planning.economics import Costs
+from engine.planning.memory import Breakdown, Layout
+from engine.planning.performance import Speed
+from engine.planning.planner import Candidate, Spec
+from engine.planning.workload import resolve
+from engine.reasoning.policy import Filter, Policy, Preference, Suggestion
+from engine.reasoning.refengine import Firing, Outcome
 from engine.recommend import Advisor
-from engine.refengine import Firing, Outcome
-from engine.workload import resolve
 
 GB = 1e9
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from engine.kb import KB
-from engine.memory import Layout, micro_batch, per_gpu, weight_precision, whole_job
+from engine.knowledge.kb import KB
 from engine.models.request import RecommendRequest
-from engine.workload import Job, resolve
+from engine.planning.memory import Layout, micro_batch, per_gpu, weight_precision, whole_job
+from engine.planning.workload import Job, resolve
 
 GB = 1e9
 # rel=1e-12 wherever it appears: the adapter's figures differ from the arithmetic written in the test by

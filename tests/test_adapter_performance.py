@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from engine.kb import KB
-from engine.memory import Layout
+from engine.knowledge.kb import KB
 from engine.models.kb import Gpu
 from engine.models.request import RecommendRequest
-from engine.performance import (
+from engine.planning.memory import Layout
+from engine.planning.performance import (
     Links,
     decode_work,
     inference_speed,
@@ -21,7 +21,7 @@ from engine.performance import (
     trained_params,
     training_speed,
 )
-from engine.workload import Job, resolve
+from engine.planning.workload import Job, resolve
 
 TFLOPS = 1e12
 # rel=1e-12 wherever it appears: the roofline's figures differ from the arithmetic written in the test by

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from engine.kb import KB
-from engine.memory import Layout, per_gpu
+from engine.knowledge.kb import KB
 from engine.models.request import RecommendRequest
-from engine.requirements import hardware_facts, requirements, sizing_facts, workload_assumptions
-from engine.workload import Job, resolve
+from engine.planning.memory import Layout, per_gpu
+from engine.planning.requirements import hardware_facts, requirements, sizing_facts, workload_assumptions
+from engine.planning.workload import Job, resolve
 
 GB = 1e9
 # Facts are rounded to 3 decimals (GB) or 2 (percent) by the adapter, so they are compared exactly with the

@@ -57,7 +57,8 @@ class Layout:
     """ZeRO stage of the model states over the dp ranks: 0 none (DDP), 1 optimizer states, 2 and
     gradients, 3 and weights (ZeRO-3 / FSDP full sharding)"""
     offload: bool = False
-    """optimizer states and master weights in host memory (ZeRO-Offload)"""
+    """optimizer states and master weights in host memory (ZeRO-Offload); sized and timed as ZeRO-3
+    whatever `zero` says, the only stage the planner offloads with"""
     checkpointing: bool = False
     """activation recomputation (full)"""
 

@@ -138,7 +138,10 @@ def inference_speed(
             work.sequences, job.shape.hidden_size, job.shape.n_layers, layout.tp, link
         )
     concurrent = max_concurrent_sequences_unchecked(
-        gpu.memory_gb * GB, work.weights_bytes, work.kv_bytes_per_sequence, n_gpus=layout.tp
+        (gpu.usable_memory_gb or gpu.memory_gb) * GB,
+        work.weights_bytes,
+        work.kv_bytes_per_sequence,
+        n_gpus=layout.tp,
     )
     per_sequence = 1.0 / step
     # Every sequence in flight decodes at the replica's step rate; idle replicas add nothing.
