@@ -114,7 +114,7 @@ class Advisor:
         checked: CheckedKB | None = None,
     ):
         """An advisor over `kb` and `rules`; `checked` says what identifies them when they were read
-        and checked (engine/knowledge/checked.py), which is how the service builds one."""
+        and checked (engine/reasoning/checked.py), which is how the service builds one."""
         self.kb = kb
         self.rules = tuple(rules)
         self.rules_root = rules_root
@@ -1026,7 +1026,7 @@ def _text(value: Scalar | None) -> str | None:
 def load_advisor(kb_root: Path, rules_root: Path, data_root: Path | None, today: date) -> Advisor:
     """An advisor over the KB and rules at these roots when every lint check passes, else `KBInvalid`
     listing the problems of both (the service starts, and reloads, only on a clean KB)."""
-    from engine.knowledge.checked import read_checked
+    from engine.reasoning.checked import read_checked
 
     return Advisor.of(read_checked(kb_root, rules_root, data_root, today), rules_root)
 

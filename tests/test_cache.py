@@ -177,7 +177,7 @@ WRITER = textwrap.dedent(
     from datetime import date
     from pathlib import Path
     from engine.knowledge import cache
-    from engine.knowledge.checked import read_checked
+    from engine.reasoning.checked import read_checked
 
     kb = Path(sys.argv[1])
     good = read_checked(kb, Path(sys.argv[2]), kb.parent / "data", date(2026, 11, 25))

@@ -1,0 +1,88 @@
+"""The layers of docs/architecture.md, read from the code: a module imports only layers below its own
+(or its own layer's package); anything else must be listed there with its reason."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = {
+    "engine.models": 0,
+    "engine.sizing": 1,
+    "engine.knowledge": 2,
+    "engine.reasoning": 3,
+    "engine.planning": 4,
+    "engine.answer": 5,
+    "engine.recommend": 6,
+    "api": 7,
+    "cli": 7,
+}
+"""each layer's package and its height: the faces (api, cli) share the top"""
+
+
+def layer_of(module: str) -> str | None:
+    found = [name for name in LAYERS if module == name or module.startswith(name + ".")]
+    return max(found, key=len) if found else None
+
+
+def imports(path: Path) -> set[str]:
+    """Every absolute module (and `module.name`) a file imports, at any depth."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def listed_exceptions() -> set[tuple[str, str]]:
+    """`importer` → `imported` pairs listed in docs/architecture.md."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    return set(re.findall(r"`([\w.]+)` → `([\w.]+)`", text))
+
+
+def violations() -> set[tuple[str, str]]:
+    found: set[tuple[str, str]] = set()
+    for folder in ("engine", "api", "cli"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            importer = module_name(path)
+            if importer == "engine":
+                continue  # the package marker, empty
+            own = layer_of(importer)
+            assert own is not None, f"{importer} is in no layer: add it to one (docs/architecture.md)"
+            for imported in imports(path):
+                target = layer_of(imported)
+                if target is None or target == own:
+                    continue
+                if LAYERS[target] >= LAYERS[own]:
+                    found.add((importer, target))
+    return found
+
+
+def test_no_module_imports_a_layer_above_or_beside_its_own_unless_listed() -> None:
+    unlisted = violations() - listed_exceptions()
+    assert not unlisted, sorted(unlisted)
+
+
+def test_every_listed_exception_is_still_needed() -> None:
+    """A listed exception whose import has gone is removed from the list, so the list stays true."""
+    assert listed_exceptions() <= violations()
+
+
+def test_one_module_imports_durable() -> None:
+    importers = {
+        module_name(path)
+        for folder in ("engine", "api", "cli")
+        for path in (ROOT / folder).rglob("*.py")
+        if any(name.split(".")[0] in ("durable", "durable_rules_engine") for name in imports(path))
+    }
+    assert importers == {"engine.reasoning.chaining"}
