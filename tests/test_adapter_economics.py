@@ -1,4 +1,4 @@
-"""engine/economics.py: what an option costs (capex, running cost, horizon total, break-even) and
+"""engine/planning/economics.py: what an option costs (capex, running cost, horizon total, break-even) and
 what a budget is compared with. Prices are round figures chosen so the arithmetic can be read."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""engine/explain.py: the words of each recommendation's `why` and the trace, from a sized plan.
+"""engine/answer/explain.py: the words of each recommendation's `why` and the trace, from a sized plan.
 
 Plans are built by hand from KB entries (kb/gpus, kb/hosts, kb/offers) and round figures, so that
 every number the words state can be worked out in the test."""

@@ -1,4 +1,4 @@
-"""engine/memory.py: the bytes each GPU of one plan holds, composed from the sizing functions.
+"""engine/planning/memory.py: the bytes each GPU of one plan holds, composed from the sizing functions.
 
 Figures come from published configurations and papers, or from arithmetic written beside them."""
 

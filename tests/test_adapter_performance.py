@@ -1,4 +1,4 @@
-"""engine/performance.py: a plan's decode and training speed, a roofline over the sizing functions.
+"""engine/planning/performance.py: a plan's decode and training speed, a roofline over the sizing functions.
 
 GPU figures are the KB's (kb/gpus/nvidia-h100-sxm.yaml: NVIDIA's datasheet, dense: 989.4 TFLOPS BF16,
 1,978.9 FP8, 494.7 TF32, 3,350 GB/s); the rest is arithmetic written in each test."""

@@ -1,4 +1,4 @@
-"""engine/requirements.py: the workload's needs before any hardware is chosen, as the `sizing.*` and
+"""engine/planning/requirements.py: the workload's needs before any hardware is chosen, as the `sizing.*` and
 `hardware.*` facts the rules read, the response's `requirements` block and the assumptions filled in."""
 
 from __future__ import annotations
