@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
-from typing import NamedTuple
 
 from engine.answer.explain import (
     TASK_WORDS,
@@ -28,7 +26,7 @@ from engine.answer.explain import (
     workload_words,
 )
 from engine.answer.explain import money as money_text
-from engine.answer.ranking import PREFERENCE_BASE, Ranked, complexity_of, measure, rank
+from engine.answer.ranking import Ranked, measure, rank
 from engine.knowledge.cache import CheckedKB
 from engine.knowledge.graph import KBGraph
 from engine.knowledge.kb import KB
@@ -44,22 +42,26 @@ from engine.models.response import (
     Throughput,
 )
 from engine.models.rule import Rule, Scalar
-from engine.planning.candidates import Context, Option, context_for, latest_prices, options
+from engine.planning.candidates import Context, context_for, latest_prices
 from engine.planning.economics import spend
-from engine.planning.performance import peak_flops
 from engine.planning.planner import MEMORY_RULE, Candidate, Planner, Rejection
 from engine.planning.requirements import hardware_facts, requirements, sizing_facts, workload_assumptions
+from engine.planning.search import (
+    Search,
+    Searcher,
+    as_asked,
+    best_when_lifted,
+    relaxed_objective,
+)
 from engine.planning.workload import Job, resolve
 from engine.reasoning.engines import RuleEngine, make_engine
 from engine.reasoning.facts import request_facts
-from engine.reasoning.policy import PLAN_ATTRIBUTES, Filter, Policy, policy_from
+from engine.reasoning.policy import Policy, policy_from
 from engine.reasoning.refengine import Outcome
 from engine.sizing import CONVENTIONS, GB
-from engine.sizing.conventions import MFU, TRAINING_FLOPS_PER_PARAM_TOKEN
 from engine.sizing.training_memory import model_state_bytes_per_param
 
 MAX_REJECTED = 15
-OPTION_CACHE_SIZE = 256
 REJECTED_PER_RULE = 3
 BUDGET_RULE = "budget-is-a-hard-filter"
 DEADLINE_RULE = "training-finishes-by-the-deadline"
@@ -68,36 +70,6 @@ INPUT_OF_SIZING_FACT = {
     "sizing.per_user_tokens_per_s": "workload.serving.min_tokens_per_s_per_user",
 }
 """the request field behind a sizing fact a rule reads, for naming what to relax"""
-
-
-class Grouped(NamedTuple):
-    alone: tuple[Option, ...]
-    """options that stand alone (owned hardware)"""
-    groups: tuple[tuple[Option, ...], ...]
-    """options that differ only in price, each group cheapest first"""
-    varying: frozenset[str]
-    """attributes whose value differs inside some group"""
-
-
-class GroupScreen(NamedTuple):
-    shared: Rejection | None
-    """the rejection of the whole group by a filter on what its options share"""
-    own: tuple[tuple[Option, Rejection | None], ...]
-    """otherwise each option, cheapest first, with its rejection by a filter on what varies"""
-
-
-class Screened(NamedTuple):
-    groups: tuple[GroupScreen, ...]
-    rejections: tuple[Rejection, ...]
-    """every rejection when no count or budget filter applies"""
-    cheapest: tuple[Option, ...]
-    """then, per group, the cheapest option that passes"""
-
-
-@dataclass(frozen=True)
-class Search:
-    candidates: list[Candidate]
-    rejections: list[Rejection]
 
 
 class Advisor:
@@ -128,9 +100,7 @@ class Advisor:
         self.version = checked.version if checked else kb.version
         self.prices_as_of = max((o.as_of for o in kb.offers.values()), default=None)
         self.rent_rates = _cheapest_rates(self.graph)
-        self._options: dict[tuple[Context, int | None], tuple[Option, ...]] = {}
-        self._groups: dict[tuple[Context, int | None], Grouped] = {}
-        self._screens: dict[tuple[Context, int | None, tuple[object, ...]], Screened] = {}
+        self.searcher = Searcher(self.graph, measure)
         self.buy_prices = {
             gpu.id: price.price_usd
             for gpu in kb.gpus.values()
@@ -145,7 +115,7 @@ class Advisor:
                 ctx = Context(
                     os=os_name, vendors=None, providers=None, spot=spot, owned=(), extra_counts=frozenset()
                 )
-                self.grouped_options(ctx, None)
+                self.searcher.grouped_options(ctx, None)
 
     @classmethod
     def of(cls, checked: CheckedKB, rules_root: Path | None) -> Advisor:
@@ -173,10 +143,10 @@ class Advisor:
         # First the plans that keep the requested method and precision; the substitutes are sized
         # only when none of those passes (they would be dropped by `as_asked` anyway).
         planner.as_asked_only = True
-        search = self.search(planner, ctx, request.constraints.gpu_count)
+        search = self.searcher.search(planner, ctx, request.constraints.gpu_count)
         if not search.candidates:
             planner.as_asked_only = False
-            search = self.search(planner, ctx, request.constraints.gpu_count)
+            search = self.searcher.search(planner, ctx, request.constraints.gpu_count)
         candidates = as_asked(search.candidates)
         ranked = rank(candidates, request.objective, planner.per_user_tps)
         top = ranked[: request.top_k]
@@ -220,162 +190,6 @@ class Advisor:
         planner.rent_rates = self.rent_rates
         planner.buy_prices = self.buy_prices
         return planner
-
-    def search(self, planner: Planner, ctx: Context, gpu_count: int | None) -> Search:
-        """Plan every option that passes the hardware filters. Options that differ only in price are
-        sized once: the cheapest that passes the filters stands for the rest, unless a rule looks at
-        what differs. Options of several nodes are sized only for GPUs that one node cannot run the
-        job on."""
-        if planner.reads_provider() or planner.reads("price_kind"):
-            return self.search_options(planner, self.options(ctx, gpu_count))
-        found: list[Candidate] = []
-        rejected: list[Rejection] = []
-        for option in self.grouped_options(ctx, gpu_count).alone:
-            screened = planner.screen(option)
-            if screened is not None:
-                rejected.append(screened)
-            else:
-                self._plan_into(planner, option, found, rejected)
-        screens = self.screened_groups(planner, ctx, gpu_count)
-        if planner.early_filters:
-            cheapest = _cheapest_passing(screens.groups, rejected, planner.screen_early)
-        else:
-            rejected.extend(screens.rejections)
-            cheapest = list(screens.cheapest)
-        self._plan_cheapest(planner, cheapest, found, rejected)
-        return Search(found, rejected)
-
-    def screened_groups(self, planner: Planner, ctx: Context, gpu_count: int | None) -> Screened:
-        """The price groups of a context judged by the hardware filters: built once per context and
-        set of filters (hardware filters read only the KB's attributes, so their verdicts, unlike
-        the count and budget filters', do not depend on the request)."""
-        key = (ctx, gpu_count, tuple(_filter_key(f) for f in planner.option_filters))
-        found = self._screens.get(key)
-        if found is None:
-            if len(self._screens) >= OPTION_CACHE_SIZE:
-                self._screens.clear()
-            _, groups, varying = self.grouped_options(ctx, gpu_count)
-            shared_filters, own_filters = planner.split_option_filters(varying)
-            screens: list[GroupScreen] = []
-            for group in groups:
-                # Filters on what a group's options share judge the group once, by its cheapest;
-                # filters on what varies judge each option.
-                shared = planner.screen(group[0], shared_filters, early=False)
-                own = () if shared else tuple((o, planner.screen(o, own_filters, early=False)) for o in group)
-                screens.append(GroupScreen(shared, own))
-            rejections: list[Rejection] = []
-            cheapest = _cheapest_passing(screens, rejections, None)
-            found = self._screens[key] = Screened(tuple(screens), tuple(rejections), tuple(cheapest))
-        return found
-
-    def search_options(self, planner: Planner, options: Iterable[Option]) -> Search:
-        """`search` over the given options."""
-        found: list[Candidate] = []
-        rejected: list[Rejection] = []
-        passing: list[Option] = []
-        for option in options:
-            screened = planner.screen(option)
-            if screened is None:
-                passing.append(option)
-            else:
-                rejected.append(screened)
-        alone, cheapest = cheapest_per_group(planner, passing)
-        for option in alone:
-            self._plan_into(planner, option, found, rejected)
-        self._plan_cheapest(planner, cheapest, found, rejected)
-        return Search(found, rejected)
-
-    def _plan_cheapest(
-        self, planner: Planner, cheapest: list[Option], found: list[Candidate], rejected: list[Rejection]
-    ) -> None:
-        """Plan the cheapest option of each price group: one node first, then several nodes only for
-        GPUs one node of which cannot run the job as asked, in the method and precision requested
-        (across nodes the link is slower and every measure but raw speed is worse; the `fastest`
-        objective plans them all)."""
-        fastest = planner.request.objective == "fastest"
-        if fastest:
-            for option in cheapest:
-                self._plan_into(planner, option, found, rejected)
-        else:
-            self._plan_one_node(planner, [o for o in cheapest if o.nodes == 1], found, rejected)
-        one_node = {
-            (c.option.gpu.id, c.option.acquisition)
-            for c in found
-            if not c.plan_attrs["method_changed"] and not c.plan_attrs["precision_changed"]
-        }
-        for option in cheapest:
-            if option.nodes > 1 and not fastest and (option.gpu.id, option.acquisition) not in one_node:
-                self._plan_into(planner, option, found, rejected)
-
-    def _plan_one_node(
-        self, planner: Planner, options: list[Option], found: list[Candidate], rejected: list[Rejection]
-    ) -> None:
-        """Plan one-node options, fewest GPUs first per GPU model, acquisition and pricing. An option
-        whose least possible measure (`_measure_floor`) is above that of a plan already found on
-        fewer of the same GPUs, got the same way, is not planned: the ranking keeps one option per
-        GPU, acquisition, pricing, method and precision, the best, and it cannot be that one."""
-        objective = planner.request.objective
-        floor_of = _measure_floor(planner, objective)
-        best: dict[tuple[str, str, str], float] = {}
-        ordered = sorted(options, key=lambda o: (o.gpu.id, o.acquisition, o.pricing, o.count))
-        for option in ordered:
-            key = (option.gpu.id, option.acquisition, option.pricing)
-            held = best.get(key)
-            if held is not None and floor_of(option) > held:
-                continue
-            before = len(found)
-            self._plan_into(planner, option, found, rejected)
-            if len(found) > before:
-                c = found[-1]
-                if not c.plan_attrs["method_changed"] and not c.plan_attrs["precision_changed"]:
-                    value = measure(c, objective, planner.per_user_tps)
-                    best[key] = value if held is None else min(held, value)
-
-    def options(self, ctx: Context, gpu_count: int | None) -> tuple[Option, ...]:
-        """The options for a context, built once per distinct context (a bounded cache)."""
-        key = (ctx, gpu_count)
-        found = self._options.get(key)
-        if found is None:
-            if len(self._options) >= OPTION_CACHE_SIZE:
-                self._options.clear()
-            found = self._options[key] = tuple(options(self.graph, ctx, gpu_count))
-        return found
-
-    def grouped_options(self, ctx: Context, gpu_count: int | None) -> Grouped:
-        """The options for a context as those that stand alone (owned) and price groups, each
-        cheapest first, with the attributes that differ inside some group; built once per context."""
-        key = (ctx, gpu_count)
-        found = self._groups.get(key)
-        if found is None:
-            if len(self._groups) >= OPTION_CACHE_SIZE:
-                self._groups.clear()
-            alone: list[Option] = []
-            groups: dict[tuple[object, ...], list[Option]] = {}
-            for option in self.options(ctx, gpu_count):
-                if option.price_group is None:
-                    alone.append(option)
-                else:
-                    groups.setdefault(option.price_group, []).append(option)
-            ordered = tuple(tuple(sorted(g, key=lambda o: o.price_order)) for g in groups.values())
-            varying = frozenset(
-                name
-                for group in ordered
-                for option in group[1:]
-                for name, value in option.attrs.items()
-                if group[0].attrs.get(name) != value
-            )
-            found = self._groups[key] = Grouped(tuple(alone), ordered, varying)
-        return found
-
-    @staticmethod
-    def _plan_into(
-        planner: Planner, option: Option, found: list[Candidate], rejected: list[Rejection]
-    ) -> None:
-        result = planner.plan_screened(option)
-        if isinstance(result, Candidate):
-            found.append(result)
-        elif result is not None:
-            rejected.append(result)
 
     # --- parts of the response -----------------------------------------------------------------
 
@@ -480,7 +294,9 @@ class Advisor:
         if found is not None:
             return found
         count = request.constraints.gpu_count
-        options = [o for o in self.options(ctx, count) if o.gpu.id == target.gpu and o.count == target.count]
+        options = [
+            o for o in self.searcher.options(ctx, count) if o.gpu.id == target.gpu and o.count == target.count
+        ]
         asked_only = planner.as_asked_only
         planner.as_asked_only = False
         try:
@@ -605,9 +421,9 @@ class Advisor:
                 relaxed = planner.without(rule)
                 relaxed.as_asked_only = asked_only
                 objective = request.objective
-                found = _best_when_lifted(relaxed, touched, objective, best[0] if best else None)
+                found = best_when_lifted(relaxed, touched, objective, best[0] if best else None, measure)
                 if found is not None:
-                    value = _relaxed_measure(found, objective, planner.per_user_tps)
+                    value = measure(found, relaxed_objective(objective), planner.per_user_tps)
                     if best is None or value < best[0]:
                         best = (value, rule, found)
             if best is not None:
@@ -751,137 +567,6 @@ def architecture_warnings(job: Job) -> list[str]:
     return found
 
 
-def cheapest_per_group(planner: Planner, options: Iterable[Option]) -> tuple[list[Option], list[Option]]:
-    """The options that stand alone, and the cheapest of each price group (`Option.price_group`).
-    A group is only formed when no rule looks at what differs within it (the provider renting it;
-    whether a bought GPU is new or used): then only its cheapest can rank, as every measure of the
-    ranking is at least as good for it."""
-    provider_matters, price_kind_matters = planner.reads_provider(), planner.reads("price_kind")
-    alone: list[Option] = []
-    cheapest: dict[tuple[object, ...], Option] = {}
-    for option in options:
-        group = option.price_group
-        if (
-            group is None
-            or (option.acquisition == "rent" and provider_matters)
-            or (option.acquisition == "buy" and price_kind_matters)
-        ):
-            alone.append(option)
-            continue
-        held = cheapest.get(group)
-        if held is None or option.price_order < held.price_order:
-            cheapest[group] = option
-    return alone, list(cheapest.values())
-
-
-def _cheapest_passing(
-    screens: Iterable[GroupScreen],
-    rejected: list[Rejection],
-    screen_early: Callable[[Option], Rejection | None] | None,
-) -> list[Option]:
-    """Per group not rejected as a whole, the first option, cheapest first, that passes its own
-    filters and then `screen_early` (the count and budget filters); it stands for the group. Every
-    rejection on the way goes to `rejected`."""
-    cheapest: list[Option] = []
-    for group in screens:
-        if group.shared is not None:
-            rejected.append(group.shared)
-            continue
-        for option, screened in group.own:
-            if screened is None and screen_early is not None:
-                screened = screen_early(option)
-            if screened is None:
-                cheapest.append(option)
-                break
-            rejected.append(screened)
-    return cheapest
-
-
-def _filter_key(rule_filter: Filter) -> tuple[object, ...]:
-    """What a filter's verdicts and rejections depend on. Its `where` is the rule's own (rules live as
-    long as the advisor, so its identity is stable); `step` is left out, as only the trace shows it."""
-    return rule_filter.rule, rule_filter.keep_matching, id(rule_filter.where), rule_filter.message
-
-
-def _relaxed_measure(candidate: Candidate, objective: str, floor: float | None) -> float:
-    """What the way out is chosen by: the objective's measure, or the cost when it is `fastest`
-    (a way out is a constraint to give up; the fastest at any price is not one)."""
-    return measure(candidate, "cheapest" if objective == "fastest" else objective, floor)
-
-
-def _best_when_lifted(
-    relaxed: Planner, options: Sequence[Option], objective: str, to_beat: float | None
-) -> Candidate | None:
-    """The candidate among `options` under the relaxed planner that `_relaxed_measure` ranks first,
-    or None (also when none can measure less than `to_beat`). Of options that differ only in price
-    the cheapest stands for the rest; they are planned from the lowest possible measure up (the
-    cost floor, times the balanced GPU and node factor, times the largest bonus the preferences can
-    give), stopping as soon as no remaining option can beat the best found."""
-    alone, cheapest = cheapest_per_group(relaxed, options)
-    lowest = _measure_floor(relaxed, objective)
-    floors = sorted(((lowest(o), i, o) for i, o in enumerate(alone + cheapest)), key=lambda t: t[:2])
-    best: tuple[float, tuple[str, int, str], Candidate] | None = None
-    for floor, _, option in floors:
-        if (to_beat is not None and floor >= to_beat) or (best is not None and floor > best[0]):
-            break
-        if relaxed.screen(option) is not None:
-            continue
-        found = relaxed.plan_screened(option)
-        if isinstance(found, Candidate):
-            key = (_relaxed_measure(found, objective, relaxed.per_user_tps), identity_key(found))
-            if best is None or key < best[:2]:
-                best = (*key, found)
-    return None if best is None else best[2]
-
-
-def _measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]:
-    """The least `measure` (cheapest or balanced) an option can have before it is sized: its cost
-    floor, times the balanced GPU and node factor, times the largest bonus the preferences give
-    (the serving speed factor is at least 1)."""
-    job = planner.job
-    busy = None if job.training_tokens is not None else planner.usage(job.job_hours).busy_hours
-    # the preferences that could favour an option: their tests on the option's own attributes pass
-    favouring = [
-        (p.weight, tuple((name, holds) for name, holds in p.tests if name not in PLAN_ATTRIBUTES))
-        for p in planner.policy.preferences
-        if p.weight > 0
-    ]
-    balanced = objective == "balanced"
-    # A rented run with no utilisation stated pays for its own hours, which are at least its
-    # compute at the GPU's highest dense peak (every plan adds communication to that).
-    run_flops = (
-        job.training_tokens * TRAINING_FLOPS_PER_PARAM_TOKEN * job.active_params
-        if job.training_tokens is not None and job.utilization is None and job.task != "inference"
-        else None
-    )
-
-    def floor(option: Option) -> float:
-        factor = complexity_of(option.count, option.nodes) if balanced else 1.0
-        least = _cost_floor(option, busy)
-        if run_flops is not None and option.acquisition == "rent":
-            peak = max(
-                (p for p in (peak_flops(option.gpu, "fp8"), peak_flops(option.gpu, "bf16")) if p), default=0
-            )
-            if peak > 0:
-                hours = run_flops / (option.count * peak * MFU) / 3600.0
-                least = option.hourly_rent_usd * min(hours, job.horizon_hours)
-        attrs = option.attrs
-        weight = sum(w for w, tests in favouring if all(n in attrs and holds(attrs[n]) for n, holds in tests))
-        return least * factor * PREFERENCE_BASE**-weight
-
-    return floor
-
-
-def _cost_floor(option: Option, busy_hours: float | None) -> float:
-    """The least this option can cost over the horizon: its capex when bought; when rented, its
-    hourly rate over the busy hours if they are known before sizing; else 0."""
-    if option.acquisition == "buy":
-        return option.capex_usd
-    if option.acquisition == "rent" and busy_hours is not None:
-        return option.hourly_rent_usd * busy_hours
-    return 0.0
-
-
 def throughput_of(c: Candidate) -> Throughput:
     return Throughput(
         tokens_per_s=round(c.speed.tokens_per_s, 2),
@@ -915,21 +600,8 @@ def _planned_checkpointing(top: Sequence[Ranked], job: Job) -> bool | None:
     return top[0].candidate.spec.layout.checkpointing
 
 
-def as_asked(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """The candidates that keep the requested method and precision, when any does: a plan that
-    changes either is offered only when nothing runs the job as asked within the constraints."""
-    kept = [
-        c for c in candidates if not c.plan_attrs["method_changed"] and not c.plan_attrs["precision_changed"]
-    ]
-    return kept or list(candidates)
-
-
 def task_title(method: str) -> str:
     return method.replace("_", " ").capitalize()
-
-
-def identity_key(candidate: Candidate) -> tuple[str, int, str]:
-    return (candidate.option.gpu.id, candidate.gpu_count, candidate.option.acquisition)
 
 
 def _is_target(candidate: Candidate, target: HardwareCount) -> bool:

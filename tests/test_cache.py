@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.knowledge import cache, checked, paths
+from engine.knowledge import cache, paths
 from engine.knowledge.problems import KBInvalid
 from engine.knowledge.snapshot import Tree
 from engine.models.kb import KIND_MODELS
+from engine.reasoning import checked
 from engine.recommend import load_advisor
 
 TODAY = date(2026, 11, 25)

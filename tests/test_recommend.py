@@ -49,7 +49,7 @@ def test_ranking_does_not_depend_on_the_order_of_candidates() -> None:
     outcome = adv.engine.run(adv.facts(job_request, job))
     policy = policy_from(outcome, adv.rules)
     planner = adv.planner(job, policy, job_request)
-    candidates = adv.search(planner, context_for(job_request, spot=False), None).candidates
+    candidates = adv.searcher.search(planner, context_for(job_request, spot=False), None).candidates
     assert len(candidates) > 20
     expected = [(r.score, r.candidate.option.attrs["gpu"]) for r in rank(candidates, "balanced")]
     for seed in range(3):

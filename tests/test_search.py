@@ -9,15 +9,16 @@ from types import MappingProxyType
 
 import pytest
 
-import engine.recommend as recommend_module
+import engine.planning.search as search_module
 from engine.answer.ranking import measure
 from engine.knowledge.kb import KB
 from engine.models.request import RecommendRequest
 from engine.planning.candidates import context_for
 from engine.planning.planner import Candidate, Rejection
+from engine.planning.search import identity_key
 from engine.planning.workload import resolve
 from engine.reasoning.policy import policy_from
-from engine.recommend import Advisor, identity_key
+from engine.recommend import Advisor
 from tests.golden_support import advisor, golden_names, golden_request, recorded
 
 
@@ -102,13 +103,13 @@ def test_the_relaxation_finds_what_an_exhaustive_search_finds(name: str) -> None
     policy = policy_from(outcome, base.rules)
     planner = base.planner(job, policy, request)
     ctx = context_for(request, spot="spot" in policy.suggested("pricing"))
-    every = base.options(ctx, request.constraints.gpu_count)
+    every = base.searcher.options(ctx, request.constraints.gpu_count)
     lifted = planner.without(response.relaxation.rule)
     lifted.as_asked_only = True  # as asked first, as the search does
-    relaxed = base.search_options(lifted, every).candidates
+    relaxed = base.searcher.search_options(lifted, every).candidates
     if not relaxed:
         lifted.as_asked_only = False
-        relaxed = base.search_options(lifted, every).candidates
+        relaxed = base.searcher.search_options(lifted, every).candidates
     objective = "cheapest" if request.objective == "fastest" else request.objective
     best: Candidate = min(
         relaxed, key=lambda c: (measure(c, objective, planner.per_user_tps), identity_key(c))
@@ -132,7 +133,7 @@ def _plan_of(adv: Advisor, offer_id: str, task: str = "full_finetune") -> object
     policy = policy_from(adv.engine.run(adv.facts(request, job)), adv.rules)
     planner = adv.planner(job, policy, request)
     ctx = context_for(request, spot="spot" in policy.suggested("pricing"))
-    (option,) = [o for o in adv.options(ctx, None) if o.offer is not None and o.offer.id == offer_id]
+    (option,) = [o for o in adv.searcher.options(ctx, None) if o.offer is not None and o.offer.id == offer_id]
     return planner.plan(option)
 
 
@@ -195,6 +196,6 @@ def test_skipping_options_a_smaller_one_beats_changes_no_answer(
     the answers must be those of a search that sizes every one."""
     request = golden_request(case) if isinstance(case, str) else RecommendRequest.model_validate(GRID[case])
     pruned = recorded(advisor().recommend(request))
-    monkeypatch.setattr(recommend_module, "_measure_floor", lambda planner, objective: lambda option: 0.0)
+    monkeypatch.setattr(search_module, "measure_floor", lambda planner, objective: lambda option: 0.0)
     full = recorded(advisor().recommend(request))
     assert pruned == full

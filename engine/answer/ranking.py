@@ -24,19 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import inf, log2
+from math import inf
 
+from engine.planning.measures import complexity_of, preference_factor
 from engine.planning.planner import Candidate
 
-GPU_DOUBLING_FACTOR = 4 / 3
-"""balanced: a doubling of the GPU count must cut the job's cost by a quarter (1 - 3/4) to rank higher"""
-EXTRA_NODE_FACTOR = 1.5
-"""balanced: each node beyond the first must cut the cost by a third (1 - 1/1.5): a cluster adds a
-network, a scheduler and failure modes one machine does not have"""
 SECONDS_PER_HOUR = 3600.0
-MAX_NODES_WEIGHED = 1000
-PREFERENCE_BASE = 4.0
-"""a rule's `prefer` weight w scales the measure by 4^-w: -0.1 costs 15%, -0.4 costs 74%, +1 quarters it"""
 SPEED_CREDIT = 3.0
 """balanced serving: speed counts up to three times the per-user floor (30 tokens/s at the default 10)"""
 
@@ -80,13 +73,6 @@ def complexity(candidate: Candidate) -> float:
     return complexity_of(candidate.gpu_count, candidate.option.nodes * candidate.copies)
 
 
-def complexity_of(gpus: int, nodes: int) -> float:
-    """`complexity` of so many GPUs over so many nodes (grows with both: a fleet's copies only add)."""
-    # past MAX_NODES_WEIGHED extra nodes the factor stops growing (and cannot overflow a float)
-    extra = min(nodes - 1, MAX_NODES_WEIGHED)
-    return float(GPU_DOUBLING_FACTOR ** log2(gpus) * EXTRA_NODE_FACTOR**extra)
-
-
 def measure(candidate: Candidate, objective: str, floor: float | None = None) -> float:
     """The objective's measure (lower is better), with the rules' preferences applied; `floor` is the
     per-user speed a served sequence needs."""
@@ -96,7 +82,7 @@ def measure(candidate: Candidate, objective: str, floor: float | None = None) ->
         base = cost(candidate)
     else:
         base = cost(candidate) * complexity(candidate) * speed_factor(candidate, floor)
-    return float(base * PREFERENCE_BASE ** (-candidate.preference))
+    return float(base * preference_factor(candidate.preference))
 
 
 def kind(c: Candidate) -> tuple[str, str, str, str, str]:

@@ -1,0 +1,29 @@
+"""The factors of the objectives' measures that depend on hardware and rules alone: what a GPU count,
+a node count and a rule's preference weight do to an option's measure (docs/ranking.md). The
+ranking (engine/answer/ranking.py) applies them; the search uses them to bound a measure before an
+option is sized."""
+
+from __future__ import annotations
+
+from math import log2
+
+GPU_DOUBLING_FACTOR = 4 / 3
+"""balanced: a doubling of the GPU count must cut the job's cost by a quarter (1 - 3/4) to rank higher"""
+EXTRA_NODE_FACTOR = 1.5
+"""balanced: each node beyond the first must cut the cost by a third (1 - 1/1.5): a cluster adds a
+network, a scheduler and failure modes one machine does not have"""
+MAX_NODES_WEIGHED = 1000
+PREFERENCE_BASE = 4.0
+"""a rule's `prefer` weight w scales the measure by 4^-w: -0.1 costs 15%, -0.4 costs 74%, +1 quarters it"""
+
+
+def complexity_of(gpus: int, nodes: int) -> float:
+    """balanced: the factor on cost for so many GPUs over so many nodes (grows with both)."""
+    # past MAX_NODES_WEIGHED extra nodes the factor stops growing (and cannot overflow a float)
+    extra = min(nodes - 1, MAX_NODES_WEIGHED)
+    return float(GPU_DOUBLING_FACTOR ** log2(gpus) * EXTRA_NODE_FACTOR**extra)
+
+
+def preference_factor(weight: float) -> float:
+    """The factor a summed preference weight puts on a measure: 4^-w."""
+    return float(PREFERENCE_BASE**-weight)
