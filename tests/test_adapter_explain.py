@@ -245,4 +245,4 @@ def test_trace_carries_each_firings_rule_title_messages_and_citations(advisor: A
         assert step.title == rule.title
         assert step.message == " ".join(firing.messages)
         assert step.derived == dict(firing.derived)
-        assert step.citations == [c.url or c.source for c in rule.citations]
+        assert step.citations == [f"{c.source} <{c.url}>" if c.url else c.source for c in rule.citations]

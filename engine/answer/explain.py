@@ -34,7 +34,8 @@ TASK_WORDS = {
 
 
 def citation_text(citation: Citation) -> str:
-    return citation.url or citation.source
+    """The source as a reader finds it: its title and section, then the address to open."""
+    return f"{citation.source} <{citation.url}>" if citation.url else citation.source
 
 
 def trace(outcome: Outcome, rules: Sequence[Rule]) -> list[TraceStep]:

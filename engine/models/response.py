@@ -152,7 +152,9 @@ class Recommendation(ResponseModel):
     cost: Cost = Field(description="costs at the stated use over the horizon")
     why: str = Field(description="plain-language justification for this option")
     trace_steps: list[int] = Field(description="steps of `trace` that produced this option")
-    citations: list[str] = Field(description="sources of the rules behind this option (URL or document name)")
+    citations: list[str] = Field(
+        description="sources of the rules behind this option: title and section, then <URL> where one exists"
+    )
 
 
 class Rejected(ResponseModel):
@@ -199,7 +201,9 @@ class TraceStep(ResponseModel):
     matched: dict[str, Scalar] = Field(description="facts the rule's condition read, with their values")
     derived: dict[str, Scalar] = Field(description="facts the rule derived")
     message: str = Field(description="the rule's messages, with fact values filled in")
-    citations: list[str] = Field(description="the rule's sources (URL or document name)")
+    citations: list[str] = Field(
+        description="the rule's sources: title and section, then <URL> where one exists"
+    )
 
 
 class Relaxation(ResponseModel):

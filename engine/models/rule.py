@@ -254,7 +254,7 @@ class Action(Strict):
 
 
 class Citation(Strict):
-    source: Name = Field(description="a seed document and section, a paper, or a page title")
+    source: Name = Field(description="a guide's title and section, a paper, or a page title")
     url: Url | None = None
     accessed: date
 

@@ -73,7 +73,12 @@ def scaffold(category: str, rule_id: str, today: date) -> str:
         "status": "experimental",
         "priority": 50,
         "rationale": "Why it holds and what to do instead (at most 400 characters).",
-        "citations": [{"source": "seed <file>: <section>, or a paper or page title", "accessed": today}],
+        "citations": [
+            {
+                "source": "a guide's title and section, a paper or a page title (add url: where one exists)",
+                "accessed": today,
+            }
+        ],
         "caveats": ["When the advice does not apply."],
         "when": {
             "all": [{"fact": "workload.task", "eq": "inference"}, {"fact": "workload.params_b", "gte": 70}]
