@@ -186,10 +186,7 @@ class Advisor:
         return facts
 
     def planner(self, job: Job, policy: Policy, request: RecommendRequest) -> Planner:
-        planner = Planner(job, policy, request)
-        planner.rent_rates = self.rent_rates
-        planner.buy_prices = self.buy_prices
-        return planner
+        return Planner(job, policy, request, rent_rates=self.rent_rates, buy_prices=self.buy_prices)
 
     # --- parts of the response -----------------------------------------------------------------
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.models.rule import Comparisons
+from engine.reasoning.conditions import compare
 from engine.reasoning.policy import compile_where, residual
-from engine.reasoning.refengine import compare
 from engine.sizing import cost, inference_memory, throughput
 from engine.sizing._checks import check_fraction, check_non_negative, check_positive, check_positive_int
 

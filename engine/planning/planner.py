@@ -142,8 +142,20 @@ class Rejection:
 
 
 class Planner:
-    def __init__(self, job: Job, policy: Policy, request: RecommendRequest) -> None:
+    def __init__(
+        self,
+        job: Job,
+        policy: Policy,
+        request: RecommendRequest,
+        *,
+        rent_rates: Mapping[str, float] = MappingProxyType({}),
+        buy_prices: Mapping[str, float] = MappingProxyType({}),
+    ) -> None:
+        """A planner for one request; `rent_rates` (cheapest on-demand $/GPU-hour per GPU id) and
+        `buy_prices` (latest new price per GPU id) are the KB's, for the break-even figures."""
         self.job = job
+        self.rent_rates = rent_rates
+        self.buy_prices = buy_prices
         self.policy = policy
         self.request = request
         facts = policy.facts
@@ -201,8 +213,13 @@ class Planner:
     def without(self, rule: str) -> Planner:
         """This planner with one rule's filters lifted. Sizing does not depend on filters, so the
         memory, layout and speed caches are shared (what makes the infeasibility search cheap)."""
-        relaxed = Planner(self.job, self.policy.without(rule), self.request)
-        relaxed.rent_rates, relaxed.buy_prices = self.rent_rates, self.buy_prices
+        relaxed = Planner(
+            self.job,
+            self.policy.without(rule),
+            self.request,
+            rent_rates=self.rent_rates,
+            buy_prices=self.buy_prices,
+        )
         relaxed._memory, relaxed._spec_entries = self._memory, self._spec_entries
         relaxed._asked_entries = self._asked_entries
         relaxed._least_memory = self._least_memory
@@ -458,11 +475,6 @@ class Planner:
             preferred_by=tuple(p.rule for p in matched),
             spares=self.spares,
         )
-
-    rent_rates: Mapping[str, float] = MappingProxyType({})
-    """cheapest on-demand $/GPU-hour per GPU id (set by the recommender)"""
-    buy_prices: Mapping[str, float] = MappingProxyType({})
-    """latest new purchase price per GPU id (set by the recommender)"""
 
     def usage(self, run_hours: float | None) -> Usage:
         found = self._usage.get(run_hours)

@@ -9,7 +9,7 @@ from engine.models.response import Bound, JobMemory, Requirements
 from engine.models.rule import Scalar
 from engine.planning.memory import Layout, per_gpu
 from engine.planning.workload import DEFAULT_TOKENS_PER_S_PER_USER, Job
-from engine.reasoning.refengine import Facts
+from engine.reasoning.conditions import Facts
 from engine.sizing import GB, required_tokens_per_second
 
 TARGET_HEADROOM = 0.05

@@ -24,7 +24,8 @@ from durable import engine as durable_engine
 
 from engine.models.rule import Rule, Scalar, facts_in
 from engine.reasoning.compile import BEGIN, READY, SINK, as_fact, compile_rules
-from engine.reasoning.refengine import Facts, Firing, Outcome, ReferenceEngine, fire
+from engine.reasoning.conditions import Facts
+from engine.reasoning.refengine import Firing, Outcome, ReferenceEngine, fire
 
 RULESET = "rules"
 POOL_SIZE = 8

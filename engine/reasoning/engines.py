@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from engine.models.rule import Rule
-from engine.reasoning.refengine import Facts, Outcome, ReferenceEngine
+from engine.reasoning.conditions import Facts
+from engine.reasoning.refengine import Outcome, ReferenceEngine
 
 EngineName = Literal["durable", "reference"]
 ENGINE_NAMES: tuple[EngineName, ...] = ("durable", "reference")

@@ -14,7 +14,8 @@ from types import MappingProxyType
 from typing import Any
 
 from engine.models.rule import CandidateAttribute, Comparisons, Rule, Scalar
-from engine.reasoning.refengine import Facts, Outcome, compare, render
+from engine.reasoning.conditions import Facts, compare, render
+from engine.reasoning.refengine import Outcome
 
 Where = Mapping[CandidateAttribute, Scalar | Comparisons]
 Test = tuple[str, "Callable[[Scalar], bool]"]
