@@ -99,7 +99,7 @@ def test_a_bought_option_pays_capex_then_power_while_busy(bought: Option) -> Non
 def test_break_even_hours_is_capex_over_the_rent_saved(bought: Option) -> None:
     free_power = usage(0.5, None, HORIZON, 0.0)
     priced = costs(bought, 1, free_power, 1000.0, rent_per_gpu_hour=3.0, buy_per_gpu=None)
-    # seed 001: break-even hours = capex / hourly rent; $250,000 / (8 x $3/h) = 10,416.7 h
+    # guide G1: break-even hours = capex / hourly rent; $250,000 / (8 x $3/h) = 10,416.7 h
     assert priced.break_even_hours == pytest.approx(250_000 / 24.0, rel=EXACT)
     assert priced.rent_cost_over_horizon_usd == pytest.approx(24.0 * HORIZON * 0.5, rel=EXACT)
     # with power, owning saves the rent less the power: $250,000 / ($24 - $1.032) per hour
@@ -124,7 +124,7 @@ def test_a_bought_run_costs_its_amortized_share_and_spends_capex_plus_its_power(
     use = usage(None, 100.0, HORIZON, 0.12)
     priced = costs(bought, 1, use, 1000.0, rent_per_gpu_hour=None, buy_per_gpu=None)
     capex, power = 250_000.0, 8.6 * 0.12
-    # straight-line over the 3-year horizon (seed 002's owned cost per hour) plus power, for 100 h
+    # straight-line over the 3-year horizon (guide G2's owned cost per hour) plus power, for 100 h
     assert priced.run_cost_usd == pytest.approx((capex / (3 * 8760) + power) * 100, rel=EXACT)
     assert priced.run_power_usd == pytest.approx(power * 100, rel=EXACT)
     assert spend(priced, "buy") == pytest.approx(capex + power * 100, rel=EXACT)

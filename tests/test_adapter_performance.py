@@ -28,7 +28,7 @@ TFLOPS = 1e12
 # float rounding only.
 H100_BANDWIDTH = 3350e9
 MFU = 0.4  # Transformer Math 101: 120-180 of 312 TFLOP/s on an A100
-DECODE_EFFICIENCY = 0.7  # seed 002: batch-1 decoding reaches 70% of peak bandwidth
+DECODE_EFFICIENCY = 0.7  # guide G2: batch-1 decoding reaches 70% of peak bandwidth
 ALLREDUCE_LATENCY = 8e-6  # llm-analysis: 8 us per all-reduce
 FAST = Links(gpu_to_gpu=450e9, inter_node=50e9, host=32e9)
 # Llama 3.1 8B config.json: 32 layers, 8 KV heads of 128, hidden 4,096, vocabulary 128,256;

@@ -78,7 +78,7 @@ def test_traffic_gives_the_required_token_rate_with_burst_headroom(kb: KB) -> No
         }
     )
     facts = sizing_facts(resolve(request, kb), kb)
-    # seed 002 Q4: 600 requests/min = 10/s x 200 output tokens = 2,000 tokens/s, + 20% headroom = 2,400
+    # guide G2 Q4: 600 requests/min = 10/s x 200 output tokens = 2,000 tokens/s, + 20% headroom = 2,400
     assert facts["sizing.required_tokens_per_s"] == 2400.0
     assert facts["sizing.utilization_pct"] == 100.0  # a service with stated traffic runs every hour
 

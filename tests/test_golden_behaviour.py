@@ -1,4 +1,5 @@
-"""What each canonical request must show, whatever the exact figures: the seeds' worked examples."""
+"""What each canonical request must show, whatever the exact figures: the worked examples of the
+guides G0-G4 (docs/sizing.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ def answer(name: str) -> RecommendResponse:
 
 
 def test_3b_adam_full_finetune_does_not_fit_an_rtx_3090_and_says_the_way_out() -> None:
-    """Seed 000: 3B x 16 bytes (fp16 weights and gradients, fp32 master, m and v) = 48 GB > 24 GB."""
+    """Guide G0: 3B x 16 bytes (fp16 weights and gradients, fp32 master, m and v) = 48 GB > 24 GB."""
     fit = answer("finetune-3b-adam-on-rtx-3090").target_fit
     assert fit is not None and not fit.fits
     assert fit.per_gpu_gb >= 48
@@ -21,7 +22,7 @@ def test_3b_adam_full_finetune_does_not_fit_an_rtx_3090_and_says_the_way_out() -
 
 
 def test_7b_batch_1_serving_values_bandwidth_per_dollar_over_an_h100() -> None:
-    """Seed 002: for batch 1-8 serving the bottleneck is bandwidth per dollar; the H100 is the worst value."""
+    """Guide G2: for batch 1-8 serving the bottleneck is bandwidth per dollar; the H100 is the worst value."""
     result = answer("serve-7b-batch-1")
     assert result.requirements.bound == "memory_bandwidth"
     assert all(not rec.gpu.startswith("nvidia-h100") for rec in result.recommendations)
@@ -31,7 +32,7 @@ def test_7b_batch_1_serving_values_bandwidth_per_dollar_over_an_h100() -> None:
 
 
 def test_70b_fp16_without_quantization_needs_several_nvlink_gpus() -> None:
-    """Seed 002: 70B in fp16 is ~140 GB of weights: several 80 GB-class GPUs with tensor parallelism."""
+    """Guide G2: 70B in fp16 is ~140 GB of weights: several 80 GB-class GPUs with tensor parallelism."""
     result = answer("serve-70b-fp16-no-quantization")
     assert result.requirements.memory.weights_gb > 130
     for rec in result.recommendations:
@@ -43,7 +44,7 @@ def test_70b_fp16_without_quantization_needs_several_nvlink_gpus() -> None:
 
 
 def test_70b_fp16_on_one_gpu_goes_4_bit_on_a_48_to_80_gb_card() -> None:
-    """Seed 002: 'A 70B INT4 quantized model fits on a single A100 80GB'. It is a sufficient card, not
+    """Guide G2: 'A 70B INT4 quantized model fits on a single A100 80GB'. It is a sufficient card, not
     the least one: 69B x 0.5 B (+ scales) is about 36 GB of weights, with the runtime's 20% and a 4K
     KV cache about 45 GB, so a 48 GB card holds it too (keep-memory-headroom keeps 2.4 GB free there)."""
     result = answer("serve-70b-fp16-on-one-gpu")
@@ -54,7 +55,7 @@ def test_70b_fp16_on_one_gpu_goes_4_bit_on_a_48_to_80_gb_card() -> None:
 
 
 def test_13b_full_training_shards_over_80_gb_class_gpus() -> None:
-    """Seed 001 decision tree: 13B+ training needs multi-GPU (FSDP); 13B x 16 B = 208 GB of states."""
+    """Guide G1 decision tree: 13B+ training needs multi-GPU (FSDP); 13B x 16 B = 208 GB of states."""
     result = answer("train-13b-full")
     assert result.feasible
     assert result.recommendations[0].vram_per_gpu_gb >= 80
@@ -79,7 +80,7 @@ def test_macos_buys_apple_unified_memory() -> None:
 
 
 def test_low_utilization_rents_and_high_utilization_buys() -> None:
-    """Seed 002: above 30-40% sustained use over years, buying wins; below, renting."""
+    """Guide G2: above 30-40% sustained use over years, buying wins; below, renting."""
     low, high = answer("low-utilization-rents"), answer("high-utilization-buys")
     assert low.recommendations[0].acquisition == "rent"
     assert high.recommendations[0].acquisition == "buy"
@@ -113,7 +114,7 @@ def test_interruptible_training_uses_spot() -> None:
 
 
 def test_a_serving_fleet_is_sized_for_the_demand() -> None:
-    """Seed 002, Q4: 1000 requests/min x 200 output tokens = 3,333 tokens/s, 4,000 with 20% headroom."""
+    """Guide G2, Q4: 1000 requests/min x 200 output tokens = 3,333 tokens/s, 4,000 with 20% headroom."""
     result = answer("serve-70b-fleet-1000-rpm")
     assert result.requirements.required_tokens_per_s == 4000
     for rec in result.recommendations:

@@ -91,7 +91,7 @@ def test_a_recommendation_names_its_rules_and_sources() -> None:
 
 
 def test_decode_speed_is_bandwidth_over_bytes_read(kb_advisor: Advisor) -> None:
-    """Seed 002, 'Memory bandwidth is the bottleneck': a 7B fp16 model on an RTX 3090 (936 GB/s) reads
+    """Guide G2, 'Memory bandwidth is the bottleneck': a 7B fp16 model on an RTX 3090 (936 GB/s) reads
     ~14 GB per token, ~67 tokens/s at full bandwidth; at the 70% efficiency convention, ~47."""
     answer = kb_advisor.recommend(
         request(

@@ -50,7 +50,7 @@ def test_llama_65b_training_time_and_gpu_hours() -> None:
 
 
 def test_seed_002_on_demand_cost() -> None:
-    """Seed 002, Q6: 3 years x 365 x 24 x 0.7 = 18,396 GPU-hours at $5.12 = $94,187. Tolerance $1."""
+    """Guide G2, Q6: 3 years x 365 x 24 x 0.7 = 18,396 GPU-hours at $5.12 = $94,187. Tolerance $1."""
     assert run_cost_usd(3 * 365 * 24 * 0.7, 5.12) == pytest.approx(94_187, abs=1)
 
 
@@ -60,7 +60,7 @@ def test_seed_002_on_demand_cost() -> None:
     ids=["rtx-3090", "rtx-4090", "a100-40gb", "h100-sxm"],
 )
 def test_seed_002_cost_per_1m_tokens(capex: float, tps: float, tdp: float) -> None:
-    """Seed 002, 'Cost Per 1M Tokens Analysis': its cost_per_1m_tokens() transcribed (3-year life,
+    """Guide G2, 'Cost Per 1M Tokens Analysis': its cost_per_1m_tokens() transcribed (3-year life,
     $0.12/kWh, 70% utilization, power billed around the clock) against ours. Tolerance 1e-9 relative."""
     lifetime_s = 3.0 * 365 * 24 * 3600
     per_s = capex / lifetime_s + tdp / (1000 * 3600) * 0.12
@@ -77,7 +77,7 @@ def test_rented_cost_per_token() -> None:
 
 
 def test_seed_001_break_even_hours() -> None:
-    """Seed 001's table: RTX 4090 $1,600 / $0.40/h = ~4,000 h; A100 80GB $15,000 / $4/h = ~3,750 h;
+    """Guide G1's table: RTX 4090 $1,600 / $0.40/h = ~4,000 h; A100 80GB $15,000 / $4/h = ~3,750 h;
     8x A100 $150,000 / $32/h = ~4,700 h (power ignored). Tolerance 1%."""
     assert break_even_hours(1600, 0.40) == pytest.approx(4000, rel=0.01)
     assert break_even_hours(15000, 4.0) == pytest.approx(3750, rel=0.01)
@@ -85,7 +85,7 @@ def test_seed_001_break_even_hours() -> None:
 
 
 def test_break_even_with_power_and_utilization() -> None:
-    """Seed 002's A100 ($12,000 vs $5.12/h, 400 W at $0.12/kWh): power 0.048 $/h; buying wins above
+    """Guide G2's A100 ($12,000 vs $5.12/h, 400 W at $0.12/kWh): power 0.048 $/h; buying wins above
     2,366 h of use, 9.0% of a 3-year horizon. Renting below the power cost never breaks even. Exact."""
     power = power_cost_per_hour_usd(400)
     assert power == pytest.approx(0.048)
@@ -98,7 +98,7 @@ def test_break_even_with_power_and_utilization() -> None:
 
 
 def test_seed_002_serving_fleet() -> None:
-    """Seed 002, Q4: 1,000 req/min x 200 tokens = 3,333 tokens/s, 4,000 with 20% headroom; at 400 tokens/s
+    """Guide G2, Q4: 1,000 req/min x 200 tokens = 3,333 tokens/s, 4,000 with 20% headroom; at 400 tokens/s
     per 2x A100 instance: 10 instances = 20 GPUs; p95 5 s for 200 tokens -> 40 tokens/s per request. Exact."""
     assert required_tokens_per_second(1000, 200, headroom=0) == pytest.approx(3333.33, abs=0.01)
     assert required_tokens_per_second(1000, 200) == pytest.approx(4000)
@@ -108,7 +108,7 @@ def test_seed_002_serving_fleet() -> None:
 
 
 def test_seed_002_latency_target_unreachable_in_fp16() -> None:
-    """Seed 002, Q4 says 40 tokens/s per request is 'achievable' for 70B FP16 on 2x A100 80GB; its own
+    """Guide G2, Q4 says 40 tokens/s per request is 'achievable' for 70B FP16 on 2x A100 80GB; its own
     bandwidth table says otherwise: 4 TB/s / 140 GB = 28.6 tokens/s at 100% efficiency, so no batch meets
     it. INT4 (36.4 GB) on the same pair does, up to batch 45, where compute (624 TFLOPS x 0.4) binds before
     bandwidth (101 sequences). Exact."""
@@ -124,7 +124,7 @@ def test_seed_002_latency_target_unreachable_in_fp16() -> None:
 
 
 def test_fleet_for_latency_target() -> None:
-    """Seed 002 Q4 load (1,000 req/min, 200 tokens, 5 s) served by 70B int4 on 2x A100 (624 TFLOPS, 4 TB/s
+    """Guide G2 Q4 load (1,000 req/min, 200 tokens, 5 s) served by 70B int4 on 2x A100 (624 TFLOPS, 4 TB/s
     combined): batch 45 per replica at the 40 tokens/s floor, replica step max(compute 24.9 ms, memory
     18.3 ms) -> 1,808 tokens/s -> 3 replicas -> 6 GPUs. FP16 cannot meet it: None. Exact."""
     args = (1000, 200, 5, 2 * 69e9)

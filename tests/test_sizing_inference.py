@@ -35,7 +35,7 @@ _shape = model_shape
 
 
 def test_seed_weights_7b_and_70b_fp16() -> None:
-    """Seeds 000/001/002: 7B at fp16 = 14 GB; 70B at fp16 = 140 GB; seed 002's table: fp32 280 GB,
+    """Seeds 000/001/002: 7B at fp16 = 14 GB; 70B at fp16 = 140 GB; guide G2's table: fp32 280 GB,
     int8 70 GB. Exact."""
     assert weights_bytes(7e9, "fp16") / GB == 14.0
     assert weights_bytes(70e9, "fp16") / GB == 140.0
@@ -80,7 +80,7 @@ def test_transformer_math_101_inference_is_1_2x_weights() -> None:
 
 
 def test_seed_002_70b_kv_cache_needs_gqa_factor() -> None:
-    """Seed 002: 70B, 8192 context, batch 32, fp16: '~85 GB' (and '~42 GB' at 4096). Its formula
+    """Guide G2: 70B, 8192 context, batch 32, fp16: '~85 GB' (and '~42 GB' at 4096). Its formula
     32 x 8192 x 80 x 128 x 2 x 2 omits n_kv_heads and evaluates to 10.7 GB; the ~85 GB answer needs
     Llama-2-70B's 8 KV heads (GQA). Tolerance 1%."""
     shape = _shape("llama-2-70b")

@@ -35,9 +35,9 @@ _shape = model_shape
     ids=["h100-sxm", "a100-sxm", "rtx-4090", "rtx-3090"],
 )
 def test_seed_002_bandwidth_bound_tables(bandwidth_tb_s: float, tok_7b: int, tok_70b: int | None) -> None:
-    """Seed 002, 'Bandwidth-per-Dollar Analysis': 7B FP16 (14 GB) and 70B FP16 (140 GB) batch-1 tokens/s.
+    """Guide G2, 'Bandwidth-per-Dollar Analysis': 7B FP16 (14 GB) and 70B FP16 (140 GB) batch-1 tokens/s.
     The tables equal bandwidth / model size at 100% efficiency (its '70% efficiency' remark does not match
-    them). Tolerance: the seed's rounding, +-1 token/s."""
+    them). Tolerance: the guide's rounding, +-1 token/s."""
     bw = bandwidth_tb_s * TB
     assert decode_tokens_per_second(14 * GB, bw, efficiency=1.0) == pytest.approx(tok_7b, abs=1.0)
     if tok_70b is not None:
@@ -45,7 +45,7 @@ def test_seed_002_bandwidth_bound_tables(bandwidth_tb_s: float, tok_7b: int, tok
 
 
 def test_seed_002_rtx_4090_at_70_percent() -> None:
-    """Seed 002, Q3: '14 GB / (1 TB/s x 0.7) = 20 ms. Throughput: ~50 tokens/sec'. Default efficiency 0.7.
+    """Guide G2, Q3: '14 GB / (1 TB/s x 0.7) = 20 ms. Throughput: ~50 tokens/sec'. Default efficiency 0.7.
     Exact."""
     assert decode_tokens_per_second(14 * GB, 1 * TB) == pytest.approx(50.0)
     # Its H100 claim '~239 tokens/sec ... 70% efficiency' is 167.5 tokens/s at 70%.

@@ -79,14 +79,14 @@ def test_transformer_math_101_bytes_per_param() -> None:
 
 
 def test_seed_7b_mixed_precision_adam_at_least_112_gb() -> None:
-    """Seeds 000/001: 7B with Adam in mixed precision needs >= 16 x 7e9 = 112 GB; seed 000: an 80 GB A100
+    """Seeds 000/001: 7B with Adam in mixed precision needs >= 16 x 7e9 = 112 GB; guide G0: an 80 GB A100
     trains 'up to about 5B parameters'. Exact (112.0 GB; 80/16 = 5.0B)."""
     assert model_state_memory(7_000_000_000).gpu_bytes / GB == pytest.approx(112.0)
     assert 80 * GB / model_state_bytes_per_param() / 1e9 == pytest.approx(5.0)
 
 
 def test_seed_002_eighteen_bytes_per_param() -> None:
-    """Seed 002: '18 bytes per parameter for mixed precision with AdamW'; its 7B breakdown (13 + 26 + 78 GB,
+    """Guide G2: '18 bytes per parameter for mixed precision with AdamW'; its 7B breakdown (13 + 26 + 78 GB,
     total with activations 143 GB) is printed in GiB: 18 x 7e9 / 2**30 = 117.3 GiB of model states.
     Tolerance 0.1 GiB."""
     states = model_state_memory(7_000_000_000, gradient_bytes=4)
@@ -94,7 +94,7 @@ def test_seed_002_eighteen_bytes_per_param() -> None:
 
 
 def test_seed_004_8x_l40s_70b_fsdp() -> None:
-    """Seed 004: 70B on 8x L40S with FSDP, counting bf16 params (17.5) + bf16 grads (17.5) + Adam m,v (70)
+    """Guide G4: 70B on 8x L40S with FSDP, counting bf16 params (17.5) + bf16 grads (17.5) + Adam m,v (70)
     = 105 GB/GPU, i.e. no fp32 master copy. Our default adds the master weights: 140 GB/GPU. Exact."""
     seed = model_state_memory(70_000_000_000, n_gpus=8, sharding="fsdp", master_weights=False)
     assert seed.gpu_bytes / GB == pytest.approx(105.0)
@@ -198,7 +198,7 @@ def test_zero_paper_gpt2_activation_heuristic() -> None:
 
 
 def test_seed_004_activation_rule_is_full_recompute_scale() -> None:
-    """Seed 004: 'Activations per token ~= 2 x n_layers x hidden x 2 bytes ... seq 2048, batch 8 -> 8 GB,
+    """Guide G4: 'Activations per token ~= 2 x n_layers x hidden x 2 bytes ... seq 2048, batch 8 -> 8 GB,
     gradient checkpointing OFF'. That is 2x Korthikanti's full-recompute figure (2sbhL = 4.3 GB), while
     no recomputation (34 + 5as/h per layer) is ~57x more (245 GB). Tolerance 1%."""
     seed = 2 * 32 * 4096 * 2 * 2048 * 8

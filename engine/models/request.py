@@ -83,7 +83,7 @@ class RequestModel(BaseModel):
 
 # Defaults for a serving request that leaves its traffic's shape open: a chat turn, a question
 # with a system prompt in and a few paragraphs out (about 190 words at OpenAI's rule of thumb of
-# 3/4 of a word per token). The contract's example (500 in, 200 out) and seed 002's worked serving
+# 3/4 of a word per token). The contract's example (500 in, 200 out) and guide G2's worked serving
 # example (200-token answers) lie just below; rounding up errs towards more load, not less.
 DEFAULT_INPUT_TOKENS = 512
 DEFAULT_OUTPUT_TOKENS = 256

@@ -18,7 +18,7 @@ from engine.sizing.cost import (
 )
 
 DEFAULT_UTILIZATION = 0.7
-"""Busy share assumed when the request gives neither a utilization nor the job's length (seed 002,
+"""Busy share assumed when the request gives neither a utilization nor the job's length (guide G2,
 'COST PER 1M TOKENS - 7B FP16 INFERENCE (70% utilization, 3-yr life)')."""
 HOURS_PER_MONTH = 730.0
 

@@ -105,7 +105,7 @@ class ServingNeeds:
 
     def per_user_tps(self) -> float:
         """The decode speed each sequence needs: the stated floor, or the output tokens over the p95
-        latency target, whichever is higher (seed 002, Interview Q&A Q4: 200 tokens in 5 s is 40
+        latency target, whichever is higher (guide G2, Interview Q&A Q4: 200 tokens in 5 s is 40
         tokens/s; prefill and queueing also count against the target, so this is a lower bound); with
         neither, the default floor."""
         stated = [self.min_tokens_per_s_per_user or 0.0]

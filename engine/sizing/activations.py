@@ -21,7 +21,7 @@ achieves, so use ``"selective"`` for FlashAttention training. The constants 34 a
 heads and the absence of dropout in modern decoders store roughly 10-15% less, so the formula is kept as a
 slightly conservative bound.
 
-Seed 004 claims "Activations per token ~= 2 x n_layers x hidden x 2 bytes" (0.5 MB/token for Llama-7B, "8 GB
+Guide G4 claims "Activations per token ~= 2 x n_layers x hidden x 2 bytes" (0.5 MB/token for Llama-7B, "8 GB
 at batch 8, seq 2048, checkpointing OFF"); that is twice the *full-recomputation* figure, not the
 no-recomputation one, which Korthikanti puts ~30x higher (~245 GB); we follow Korthikanti.
 """

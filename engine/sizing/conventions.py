@@ -42,7 +42,7 @@ HF_ANATOMY = (
     "(https://huggingface.co/docs/transformers/model_memory_anatomy)"
 )
 ZERO_PAPER = "Rajbhandari et al. 2020, ZeRO (arXiv 1910.02054), Sec. 3.1 and Fig. 1"
-SEED_002 = "seed 002, 'Selecting GPUs for Training vs Inference'"
+SEED_002 = "guide G2, 'Selecting GPUs for Training vs Inference'"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +91,7 @@ VLLM_BLOCK_SIZE: int = 16
 """PagedAttention KV block size in tokens (vLLM ``EngineArgs.block_size`` default)."""
 
 DECODE_BANDWIDTH_EFFICIENCY: float = 0.7
-"""Fraction of peak memory bandwidth achieved by batch-1 decoding (seed 002: '70% efficiency')."""
+"""Fraction of peak memory bandwidth achieved by batch-1 decoding (guide G2: '70% efficiency')."""
 
 MFU: float = 0.4
 """Model FLOPs utilization: Transformer Math 101 reports 150-180 TFLOP/s per A100 for GPT-NeoX and says
@@ -108,15 +108,15 @@ ALLREDUCE_LATENCY_S: float = 8e-6
 """Fixed cost of one all-reduce: llm-analysis ``intra_node_min_message_latency`` (8 us in its GPU configs)."""
 
 HARDWARE_HORIZON_YEARS: float = 3.0
-"""Years over which owned hardware is amortized (seed 002: ``hardware_lifetime_years=3.0``;
-seed 001: '3 years')."""
+"""Years over which owned hardware is amortized (guide G2: ``hardware_lifetime_years=3.0``;
+guide G1: '3 years')."""
 
 ELECTRICITY_USD_PER_KWH: float = 0.12
-"""Electricity price (seed 002 ``power_cost_per_kwh=0.12``)."""
+"""Electricity price (guide G2 ``power_cost_per_kwh=0.12``)."""
 
 SERVING_HEADROOM: float = 0.2
 """Burst headroom over the mean token rate when sizing a serving fleet
-(seed 002, Q4: 'With 20% burst headroom')."""
+(guide G2, Q4: 'With 20% burst headroom')."""
 
 ASPECT_RATIO: float = 128.0
 """hidden_size / n_layers for the parameter-only activation heuristic: GPT-3 6.7B, 13B and 175B

@@ -6,10 +6,10 @@
   attention core and stays at ~6 P D (+2.7% for GPT-3 175B, Korthikanti et al. 2022, Sec. 5).
 * Time ``T = C / (n_gpus x peak dense FLOPS x MFU)``; GPU-hours ``C / (peak x MFU) / 3600``.
 * Owned hardware costs ``capex / horizon`` per wall-clock hour plus power at TDP x electricity price
-  (seed 002's ``cost_per_1m_tokens``: 3-year life, $0.12/kWh, power billed around the clock); cost per
+  (guide G2's ``cost_per_1m_tokens``: 3-year life, $0.12/kWh, power billed around the clock); cost per
   1M tokens divides by the tokens actually served (throughput x utilization).
 * Renting costs the hourly price for the hours used; buying wins above
-  ``capex / (rent - power cost per hour)`` hours of use (seed 001's break-even column ignores power:
+  ``capex / (rent - power cost per hour)`` hours of use (guide G1's break-even column ignores power:
   $1,600 / $0.40 = 4,000 h).
 """
 
@@ -90,7 +90,7 @@ def gpu_hours(total_flops: float, peak_flops_per_gpu: float, *, mfu: float = MFU
 def run_cost_usd(gpu_hours_used: float, usd_per_gpu_hour: float) -> float:
     """Cost of a run at an hourly price (USD): ``gpu_hours x usd_per_gpu_hour``.
 
-    Seed 002: 18,396 A100-hours on demand at $5.12 = $94,187.
+    Guide G2: 18,396 A100-hours on demand at $5.12 = $94,187.
     """
     return check_non_negative("gpu_hours_used", gpu_hours_used) * check_non_negative(
         "usd_per_gpu_hour", usd_per_gpu_hour
@@ -123,8 +123,8 @@ def owned_cost_per_hour_usd(
     """Cost of owning hardware per wall-clock hour (USD/h).
 
     Formula: ``capex / (horizon_years x 8760) + power_watts / 1000 x usd_per_kwh``: straight-line
-    amortization plus power at TDP all the time (seed 002 ``cost_per_1m_tokens``: 3 years, $0.12/kWh).
-    Excludes hosting, cooling overhead, networking and labour, as seed 002 does.
+    amortization plus power at TDP all the time (guide G2 ``cost_per_1m_tokens``: 3 years, $0.12/kWh).
+    Excludes hosting, cooling overhead, networking and labour, as guide G2 does.
     """
     capex = check_non_negative("capex_usd", capex_usd)
     years = check_positive("horizon_years", horizon_years)
@@ -158,7 +158,7 @@ def cost_per_million_tokens_owned_usd(
     """Cost per 1M tokens served on owned hardware (USD per 1e6 tokens).
 
     Formula: ``owned_cost_per_hour / (tokens_per_second x utilization x 3600) x 1e6``: the hardware costs the
-    same whether busy or idle, so low utilization raises the price per token. Reproduces seed 002's
+    same whether busy or idle, so low utilization raises the price per token. Reproduces guide G2's
     ``cost_per_1m_tokens`` (RTX 4090: $1,600, 70 tok/s, 450 W, 70%: $0.651).
     """
     tps = check_positive("tokens_per_second", tokens_per_second)
@@ -189,7 +189,7 @@ def break_even_hours(
     """Hours of use after which buying costs less than renting (h); ``None`` if it never does.
 
     Formula: ``capex / (rent_usd_per_hour - own_usd_per_hour)``, ``own_usd_per_hour`` being the running cost
-    of owned hardware per hour of use (power: :func:`power_cost_per_hour_usd`). Seed 001: RTX 4090
+    of owned hardware per hour of use (power: :func:`power_cost_per_hour_usd`). Guide G1: RTX 4090
     $1,600 / $0.40 = 4,000 h; A100 80GB $15,000 / $4 = 3,750 h; 8x A100 $150,000 / $32 = 4,688 h.
     """
     capex = check_non_negative("capex_usd", capex_usd)
@@ -220,7 +220,7 @@ def break_even_utilization(
     """Share of the horizon's hours above which buying beats renting (fraction); ``None`` if never.
 
     Formula: ``break_even_hours / (horizon_years x 8760)``. A value above 1 means buying cannot win within
-    the horizon even at 100% use. Seed 002's A100 example ($12,000, $5.12/h, 3 years): 0.089, far below its
+    the horizon even at 100% use. Guide G2's A100 example ($12,000, $5.12/h, 3 years): 0.089, far below its
     70% scenario; its "30-40%" rule of thumb adds ops overhead the formula leaves out.
     """
     hours = break_even_hours(capex_usd, rent_usd_per_hour, own_usd_per_hour=own_usd_per_hour)

@@ -5,7 +5,7 @@ Sec. 2; Ainslie et al. 2023, GQA): ``2 (K and V) x layers x n_kv_heads x head_di
 bytes``. Layers with a sliding window keep at most ``window`` tokens (Mistral 7B rolling buffer, Jiang et
 al. 2023, arXiv 2310.06825, Sec. 2; Gemma-2 on every other layer).
 
-Seed 002's 70B example writes ``32 x 8192 x 80 x 128 x 2 x 2 bytes = ~85 GB``: that product is 10.7 GB;
+Guide G2's 70B example writes ``32 x 8192 x 80 x 128 x 2 x 2 bytes = ~85 GB``: that product is 10.7 GB;
 the ~85 GB answer is right only with the factor n_kv_heads = 8 (Llama-2-70B's GQA), which the formula omits.
 Its 4096-token variant ("~42 GB") has the same omission. Without GQA (64 KV heads) it would be 687 GB.
 
@@ -72,7 +72,7 @@ def weights_bytes(
     Formula: ``(n_params - unquantized_params) * bytes_per_param(precision) + unquantized_params *
     unquantized_bytes_per_param``; 4-bit formats include their group-scale overhead
     (:func:`engine.sizing.precision.weight_bytes_per_param`: int4 0.520 B, nf4 0.516 B).
-    7B at fp16 = 14 GB and 70B = 140 GB (seeds 000-002); 70B at int4 = 36.4 GB (seed 002 and 004 say
+    7B at fp16 = 14 GB and 70B = 140 GB (seeds 000-002); 70B at int4 = 36.4 GB (guide G2 and 004 say
     ~35 GB, ignoring scales). Source: Transformer Math 101, "Model Weights".
     """
     p = check_positive("n_params", n_params)
@@ -134,7 +134,7 @@ def kv_cache_bytes(
     head_dim x batch x bytes_per_element``, with ``kv_heads_per_gpu = ceil(n_kv_heads / tensor_parallel)``
     (heads are replicated when ``tensor_parallel`` exceeds them). ``windowed_layers`` defaults to all layers
     when ``sliding_window`` is set. Llama-2-70B (80 layers, 8 KV heads, head_dim 128), 8192 tokens, batch 32,
-    fp16: 85.9 GB (seed 002's ~85 GB; see the module docstring).
+    fp16: 85.9 GB (guide G2's ~85 GB; see the module docstring).
     """
     layers = check_positive_int("n_layers", n_layers)
     heads = check_positive_int("n_kv_heads", n_kv_heads)

@@ -1,7 +1,7 @@
 """Serving fleet size: the token rate a request load needs, the per-sequence speed a latency target needs,
 the largest batch that still meets it, and how many replicas (and GPUs) carry the load.
 
-Worked example (seed 002, Q4): 1,000 requests/min x 200 output tokens = 3,333 tokens/s, 4,000 with 20%
+Worked example (guide G2, Q4): 1,000 requests/min x 200 output tokens = 3,333 tokens/s, 4,000 with 20%
 burst headroom; at 400 tokens/s per 2-GPU replica that is 10 replicas, 20 GPUs; a 5 s target for 200 tokens
 needs 40 tokens/s per sequence. Prefill time and queueing are not modelled (decode-only latency).
 """
@@ -28,7 +28,7 @@ def required_tokens_per_second(
 ) -> float:
     """Output-token rate a load requires (tokens/s).
 
-    Formula: ``requests_per_minute / 60 x output_tokens x (1 + headroom)``; headroom 0.2 (seed 002, Q4).
+    Formula: ``requests_per_minute / 60 x output_tokens x (1 + headroom)``; headroom 0.2 (guide G2, Q4).
     """
     rpm = check_positive("requests_per_minute", requests_per_minute)
     out = check_positive("output_tokens_per_request", output_tokens_per_request)
@@ -38,7 +38,7 @@ def required_tokens_per_second(
 def min_tokens_per_second_per_sequence(output_tokens_per_request: float, latency_target_s: float) -> float:
     """Decode speed each sequence needs to finish within the latency target (tokens/s).
 
-    Formula: ``output_tokens / latency_target_s`` (seed 002, Q4: 200 tokens in 5 s -> 40 tokens/s).
+    Formula: ``output_tokens / latency_target_s`` (guide G2, Q4: 200 tokens in 5 s -> 40 tokens/s).
     """
     out = check_positive("output_tokens_per_request", output_tokens_per_request)
     return out / check_positive("latency_target_s", latency_target_s)
@@ -61,7 +61,7 @@ def fleet_gpus(
     """GPUs a serving fleet needs (count).
 
     Formula: ``replicas_needed(required_tokens_per_second(...), replica_tps) x gpus_per_replica``.
-    Seed 002, Q4: 1,000 req/min, 200 tokens, 400 tokens/s per 2-GPU replica -> 20 GPUs.
+    Guide G2, Q4: 1,000 req/min, 200 tokens, 400 tokens/s per 2-GPU replica -> 20 GPUs.
     """
     need = required_tokens_per_second(requests_per_minute, output_tokens_per_request, headroom=headroom)
     return replicas_needed(need, replica_tps) * check_positive_int("gpus_per_replica", gpus_per_replica)
@@ -127,7 +127,7 @@ def fleet_gpus_for_latency(
     Formula: ``r = output_tokens / latency_target_s``; ``B = max_batch_for_latency(r, ...)``; a replica
     (``gpus_per_replica`` GPUs whose combined peak FLOPS and bandwidth are passed) then serves
     ``B / step(B)`` tokens/s with ``step(B) = max(B f / (F mfu), (W + B kv) / (BW eff))``; GPUs =
-    ``ceil(required_tokens_per_second / that) x gpus_per_replica``. Sources: seed 002 Q4 (load, headroom,
+    ``ceil(required_tokens_per_second / that) x gpus_per_replica``. Sources: guide G2 Q4 (load, headroom,
     latency); roofline as in :func:`engine.sizing.throughput.decode_step_seconds`.
     """
     r = min_tokens_per_second_per_sequence(output_tokens_per_request, latency_target_s)

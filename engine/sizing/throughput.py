@@ -2,8 +2,8 @@
 tensor-parallel communication, and what an MoE model reads per step.
 
 * Batch-1 decode streams every active weight (and the sequence's KV cache) from memory once per token:
-  ``tokens/s = bandwidth x efficiency / bytes_per_token`` (seed 002; Pope et al. 2022, arXiv 2211.05102).
-  Seed 002's tables (7B fp16 on H100 "~240", A100 "~143", RTX 4090 "~71", RTX 3090 "~67"; 70B: 24/14/7
+  ``tokens/s = bandwidth x efficiency / bytes_per_token`` (guide G2; Pope et al. 2022, arXiv 2211.05102).
+  Guide G2's tables (7B fp16 on H100 "~240", A100 "~143", RTX 4090 "~71", RTX 3090 "~67"; 70B: 24/14/7
   tokens/s) are bandwidth / model size at **100%** efficiency, although its text attributes 239 tokens/s to
   "70% efficiency"; at its own 0.7 (used in its Q3 and its DataFrame) H100 gives 168 tokens/s. We default to
   0.7 and reproduce the tables with ``efficiency=1``.
@@ -52,7 +52,7 @@ def decode_tokens_per_second(
     """Batch-1 decode speed when memory bandwidth is the bottleneck (tokens/s).
 
     Formula: ``memory_bandwidth x efficiency / bytes_per_token``, where ``bytes_per_token`` is the active
-    weights plus the sequence's KV cache read per step (:func:`decode_bytes_per_step`). Source: seed 002
+    weights plus the sequence's KV cache read per step (:func:`decode_bytes_per_step`). Source: guide G2
     ("Theoretical token throughput for single-request inference"; efficiency 0.7).
     """
     need = check_positive("bytes_per_token", bytes_per_token)

@@ -12,7 +12,7 @@ optimizer states              AdamW/Adam 8, 8-bit Adam 2, SGD+momentum 4, SGD 0,
 
 Mixed-precision AdamW therefore costs 2 + 2 + 4 + 8 = **16 bytes/param** by default (ZeRO paper,
 Sec. 3.1: "2Psi + 2Psi + 12Psi = 16Psi"; Transformer Math 101), or **18** with fp32 gradients (Hugging Face
-"model memory anatomy"; seed 002; DeepSpeed's estimator counts 18 for the sharded part). 8-bit Adam: 10 or 12.
+"model memory anatomy"; guide G2; DeepSpeed's estimator counts 18 for the sharded part). 8-bit Adam: 10 or 12.
 
 Sharding over N data-parallel GPUs (ZeRO paper, Sec. 5 and Fig. 1; PyTorch FSDP docs):
 

@@ -1,7 +1,7 @@
 """Units used across the sizing package.
 
 Memory is computed in bytes and reported in GB, where **1 GB = 1e9 bytes** (decimal, as in the API's
-``_gb`` fields and as GPU vendors quote HBM capacity). Some tools (DeepSpeed's estimator, seed 002's code)
+``_gb`` fields and as GPU vendors quote HBM capacity). Some tools (DeepSpeed's estimator, guide G2's code)
 print GiB (2**30 bytes) labelled "GB"; :data:`GIB` converts those for comparison (1 GiB = 1.0737 GB).
 Bandwidth is bytes per second (1 GB/s = 1e9 bytes/s); compute is FLOP per second (1 TFLOPS = 1e12).
 """
@@ -36,7 +36,7 @@ TFLOPS: float = 1e12
 SECONDS_PER_HOUR: float = 3600.0
 
 HOURS_PER_YEAR: float = 365.0 * 24.0
-"""8,760 h: a 365-day year, the convention of seed 002's cost code (``365 * 24 * 3600`` seconds)."""
+"""8,760 h: a 365-day year, the convention of guide G2's cost code (``365 * 24 * 3600`` seconds)."""
 
 
 def bytes_to_gb(n_bytes: float) -> float:
