@@ -147,7 +147,7 @@ def facts_in(when: When) -> list[tuple[str, bool]]:
 
 # --- Actions ---------------------------------------------------------------------------------
 
-CandidateAttribute = Literal[
+OptionAttribute = Literal[
     # the hardware option, known before sizing
     "gpu",
     "gpu_class",
@@ -161,7 +161,6 @@ CandidateAttribute = Literal[
     "bf16_native",
     "fp8_native",
     "vram_per_gpu_gb",
-    "gpu_count",
     "nodes",
     "acquisition",
     "price_kind",
@@ -172,8 +171,8 @@ CandidateAttribute = Literal[
     "vendor_allowed",
     "provider_allowed",
     "usable_from_os",
-    "within_max_gpus",
-    "matches_gpu_count",
+]
+PlanAttribute = Literal[
     # the plan, known once sized
     "method",
     "precision",
@@ -188,7 +187,12 @@ CandidateAttribute = Literal[
     "strategy_allowed",
     "finishes_in_time",
     "fast_enough_per_user",
+    # the GPU count and the checks on it: known before sizing, unless a serving fleet adds copies
+    "gpu_count",
+    "within_max_gpus",
+    "matches_gpu_count",
 ]
+CandidateAttribute = Literal[OptionAttribute, PlanAttribute]
 """What `require` / `exclude` / `prefer` may filter candidates on (docs/rule-facts.md)."""
 
 

@@ -11,9 +11,9 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, get_args
 
-from engine.models.rule import CandidateAttribute, Comparisons, Rule, Scalar
+from engine.models.rule import CandidateAttribute, Comparisons, PlanAttribute, Rule, Scalar
 from engine.reasoning.conditions import Facts, compare, render
 from engine.reasoning.refengine import Outcome
 
@@ -25,26 +25,7 @@ SourcedTest = tuple[str, "Callable[[Scalar], bool]", bool]
 planner tests hundreds of plans per request, so where each attribute lives is settled once."""
 OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in")
 
-PLAN_ATTRIBUTES = frozenset(
-    {
-        "method",
-        "precision",
-        "method_changed",
-        "precision_changed",
-        "precision_native",
-        "strategy",
-        "tp_degree",
-        "offload",
-        "fits",
-        "within_budget",
-        "strategy_allowed",
-        "finishes_in_time",
-        "fast_enough_per_user",
-        "within_max_gpus",
-        "matches_gpu_count",
-        "gpu_count",
-    }
-)
+PLAN_ATTRIBUTES: frozenset[str] = frozenset(get_args(PlanAttribute))
 """Attributes known only once a plan is sized (a filter on any of them is checked per plan). A serving
 fleet's size, hence `gpu_count`, is known only then."""
 
