@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ from api.app import create_app
 from engine.knowledge import paths
 from engine.knowledge.graph import KBGraph
 from engine.knowledge.kb import KB, load_kb
+from engine.models.kb import Price
+from engine.planning.candidates import Option
 from engine.recommend import Advisor, default_advisor
 
 PROJECT = paths.PROJECT_ROOT
@@ -74,4 +77,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--update-golden",
         action="store_true",
         help="rewrite tests/golden/*.response.json from the current answers (review the diff)",
+    )
+
+
+@pytest.fixture(scope="session")
+def bought(kb: KB) -> Option:
+    """8 H100 SXM (700 W each, kb/gpus) at $25,000 in one HGX H100 server ($50,000 without GPUs,
+    3,000 W): a bought option as the adapter tests cost and explain it."""
+    return Option(
+        gpu=kb.gpus["nvidia-h100-sxm"],
+        count=8,
+        nodes=1,
+        acquisition="buy",
+        pricing="owned",
+        price_kind="new",
+        unit_price=Price(price_usd=25_000, kind="estimate", as_of=date(2024, 1, 1)),
+        host=kb.hosts["hgx-h100-8gpu"],
+        host_unit_usd=50_000,
     )

@@ -4,34 +4,16 @@ what a budget is compared with. Prices are round figures chosen so the arithmeti
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import date
 
 import pytest
 
 from engine.knowledge.kb import KB
-from engine.models.kb import Price
 from engine.planning.candidates import Option
 from engine.planning.economics import DEFAULT_UTILIZATION, costs, owned_watts, spend, usage
 
 # rel=1e-12 throughout: the figures differ from the written arithmetic by float rounding only.
 EXACT = 1e-12
 HORIZON = 36 * 730.0  # the request's default 36-month horizon, 730 h a month
-
-
-@pytest.fixture(scope="module")
-def bought(kb: KB) -> Option:
-    """8 H100 SXM (700 W each, kb/gpus) at $25,000 in one HGX server ($50,000 without GPUs, 3,000 W)."""
-    return Option(
-        gpu=kb.gpus["nvidia-h100-sxm"],
-        count=8,
-        nodes=1,
-        acquisition="buy",
-        pricing="owned",
-        price_kind="new",
-        unit_price=Price(price_usd=25_000, kind="estimate", as_of=date(2024, 1, 1)),
-        host=kb.hosts["hgx-h100-8gpu"],
-        host_unit_usd=50_000,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ every number the words state can be worked out in the test."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import date
 from typing import Any
 
 import pytest
@@ -23,7 +22,6 @@ from engine.answer.explain import (
     why,
 )
 from engine.knowledge.kb import KB
-from engine.models.kb import Price
 from engine.models.request import RecommendRequest
 from engine.planning.candidates import Option
 from engine.planning.economics import Costs
@@ -77,22 +75,6 @@ def candidate(
         preference=0.0,
         preferred_by=preferred_by,
         spares=spares,
-    )
-
-
-@pytest.fixture(scope="module")
-def bought(kb: KB) -> Option:
-    """8 H100 SXM at $25,000 in one HGX H100 server at $50,000 (GPUs excluded)."""
-    return Option(
-        gpu=kb.gpus["nvidia-h100-sxm"],
-        count=8,
-        nodes=1,
-        acquisition="buy",
-        pricing="owned",
-        price_kind="new",
-        unit_price=Price(price_usd=25_000, kind="estimate", as_of=date(2024, 1, 1)),
-        host=kb.hosts["hgx-h100-8gpu"],
-        host_unit_usd=50_000,
     )
 
 
