@@ -15,7 +15,15 @@ from pydantic import BaseModel
 
 from cli.request_input import FLAGS, RequestInputError, apply_flags, read_request_file, to_request
 from engine.knowledge import paths
-from engine.knowledge.catalog import CatalogError, build_offers, report_markdown, write_offers
+from engine.knowledge.catalog import (
+    CHANGE_THRESHOLD,
+    CatalogError,
+    build_offers,
+    catalog_diff,
+    diff_markdown,
+    report_markdown,
+    write_offers,
+)
 from engine.knowledge.kb import read_kb
 from engine.knowledge.lint import lint_kb
 from engine.knowledge.problems import KBInvalid, Problem
@@ -214,13 +222,20 @@ def _import_catalog(args: argparse.Namespace) -> int:
     except CatalogError as exc:
         print(f"gpu-advisor: {exc}", file=sys.stderr)
         return EXIT_PROBLEMS
+    before = loaded.kb.offers
+    diff = catalog_diff(before, result.offers)
     written, removed = write_offers(result, root / "offers")
-    report = root.parent / "docs" / "catalog-import.md"
-    if report.parent.is_dir():
-        report.write_text(report_markdown(result), encoding="utf-8")
+    docs = root.parent / "docs"
+    if docs.is_dir():
+        (docs / "catalog-import.md").write_text(report_markdown(result), encoding="utf-8")
+        if diff.added or diff.removed or diff.changed:
+            (docs / "catalog-changes.md").write_text(
+                diff_markdown(diff, before, result.offers), encoding="utf-8"
+            )
     print(
         f"{len(result.files)} offers ({written} written, {removed} removed); "
-        f"{len(result.skipped)} rows not imported:"
+        f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} prices changed by more "
+        f"than {CHANGE_THRESHOLD:.0%} (docs/catalog-changes.md); {len(result.skipped)} rows not imported:"
     )
     for skipped in result.skipped:
         print(

@@ -29,7 +29,7 @@ class Flag:
     path: tuple[str, ...]
     kind: str
     """float | int | str | list | hardware | hardware-list; bool: a switch that sets the field true;
-    off: a switch that sets it false"""
+    off: a switch that sets it false; file: a JSON or YAML file whose mapping is the field's value"""
     option: str | None = None
     """default: `--` and the field name with dashes"""
     usage: str | None = None
@@ -79,7 +79,18 @@ _REQUEST_SCHEMA = RecommendRequest.model_json_schema()
 
 FLAGS: tuple[Flag, ...] = (
     Flag(("workload", "task"), "str"),
-    Flag(("workload", "model"), "str", usage="KB model id, e.g. llama-3-1-8b (GET /models lists them)"),
+    Flag(
+        ("workload", "model"),
+        "str",
+        usage="KB model id or a name people use, e.g. llama-3-1-8b, meta-llama/Llama-3.1-8B-Instruct "
+        "(GET /models lists them)",
+    ),
+    Flag(
+        ("workload", "hf_config"),
+        "file",
+        "--hf-config",
+        "a Hugging Face config.json (a local file) to size the model from; nothing is downloaded",
+    ),
     Flag(("workload", "params_b"), "float"),
     Flag(("workload", "active_params_b"), "float"),
     Flag(("workload", "precision"), "str"),
@@ -183,6 +194,8 @@ def _converted(flag: Flag, value: Any) -> Any:
         return _hardware(str(value))
     if flag.kind == "hardware-list":
         return [_hardware(item) for item in str(value).split(",") if item.strip()]
+    if flag.kind == "file":
+        return read_request_file(Path(str(value)))
     return value
 
 

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 
 from engine.answer.explain import trace
-from engine.answer.parts import assumptions, planned_checkpointing, recommendation, rejected, warnings
+from engine.answer.parts import (
+    assumptions,
+    planned_checkpointing,
+    price_age_warning,
+    price_dates,
+    recommendation,
+    rejected,
+    warnings,
+)
 from engine.answer.ranking import measure, rank
 from engine.answer.relaxation import relaxation_of
 from engine.answer.summary import summary
@@ -64,6 +72,8 @@ class Advisor:
         """the cache key of what this advisor was built from (None when built from objects)"""
         self.version = checked.version if checked else kb.version
         self.prices_as_of = max((o.as_of for o in kb.offers.values()), default=None)
+        self.clock: Callable[[], date] = date.today
+        """today, for the age of the prices an answer uses (tests set a fixed day)"""
         self.rent_rates = _cheapest_rates(self.graph)
         self.searcher = Searcher(self.graph, measure)
         self.buy_prices = {
@@ -119,10 +129,14 @@ class Advisor:
         precision = planner.base_precision
         way_out = None if top else find_way_out(planner, search, request.objective, measure)
         relaxation = None if way_out is None else relaxation_of(way_out, self.rules, request.objective)
+        stale = price_age_warning(top, self.clock(), request.constraints.max_price_age_days)
+        price_warnings = [stale] if stale else []
+        oldest = min((d for _, d in price_dates(top)), default=None)
         return RecommendResponse(
             request_id=uuid.uuid4().hex,
             kb_version=self.version,
             prices_as_of=self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
+            oldest_price_as_of=oldest.isoformat() if oldest else None,
             feasible=bool(top),
             summary=summary(job, top, relaxation, search.rejections, target, precision),
             requirements=requirements(job, policy.facts, precision, planned_checkpointing(top, job)),
@@ -132,7 +146,7 @@ class Advisor:
             rejected=rejected(search.rejections),
             target_fit=target_fit(self.kb, planner, request, target, search.rejections),
             trace=trace(outcome, self.rules),
-            warnings=warnings(job, policy),
+            warnings=warnings(job, policy) + price_warnings,
             assumptions=assumptions(job, policy),
             relaxation=relaxation,
         )
@@ -140,6 +154,8 @@ class Advisor:
     def facts(self, request: RecommendRequest, job: Job) -> dict[str, Scalar]:
         facts = request_facts(request)
         facts["workload.params_b"] = round(job.params / 1e9, 4)
+        if job.model is not None:
+            facts["workload.model"] = job.model  # the KB id, whatever name the request used
         if job.is_moe:
             facts["workload.active_params_b"] = round(job.active_params / 1e9, 4)
         sizing = sizing_facts(job, self.kb)

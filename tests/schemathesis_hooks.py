@@ -2,14 +2,16 @@
 
     SCHEMATHESIS_HOOKS=tests.schemathesis_hooks schemathesis run URL/openapi.json --checks all ...
 
-Five request rules relate values, which no JSON Schema can state: a MoE's active parameters
+Six request rules relate values, which no JSON Schema can state: a MoE's active parameters
 cannot exceed its total (the request's, or its KB model's, also when params_b is given beside the
 model); n_heads is a multiple of n_kv_heads
 (grouped-query attention shares each key/value head among n_heads / n_kv_heads query heads);
 without head_dim, hidden_size is a multiple of n_heads (head_dim = hidden_size / n_heads); the
 parameters an architecture's given sizes imply at the least are at most twice the model's count;
-and gpu_count cannot exceed max_gpus. A body that breaks one is rightly a 422 naming the field
-(tests/test_api.py asks each), but the OpenAPI document calls it valid, so the
+gpu_count cannot exceed max_gpus; and an hf_config's sizes must make a model (its heads a multiple
+of its KV heads, an MoE's experts per token given, at most 100T parameters). A body that breaks one
+is rightly a 422 naming the field (tests/test_api.py asks each), but the OpenAPI document calls it
+valid, so the
 positive_data_acceptance check (ST202) would count that 422 as a failure. Each positive case is
 therefore brought within these rules before it is sent, changing one number (or, for an
 architecture too large for any allowed params_b, leaving the architecture out): the generator is
@@ -24,8 +26,9 @@ from typing import Any
 import schemathesis
 from pydantic import ValidationError
 
-from engine.models.request import ArchitectureIn
+from engine.models.request import ArchitectureIn, HfConfig
 from engine.planning.architecture import MAX_PARAMS_RATIO, least_params
+from engine.planning.hf_config import sized_config
 from engine.recommend import default_advisor
 
 MAX_PARAMS_B = 100_000
@@ -50,6 +53,7 @@ def within_relational_rules(body: dict[str, Any]) -> dict[str, Any]:
             _whole_heads(architecture)
             _within_params(workload, architecture)
         _within_model(workload)
+        _sizable_config(workload)
         total = _total_params_b(workload)
         if _number(workload.get("active_params_b")) and total is not None:
             workload["active_params_b"] = min(workload["active_params_b"], total)
@@ -96,9 +100,39 @@ def _within_model(workload: dict[str, Any]) -> None:
         workload["params_b"] = max(params, model.active_params_b)
 
 
+SIZABLE_CONFIG: dict[str, Any] = {
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "vocab_size": 1000,
+}
+"""a config every rule of `sized_config` accepts, standing in for one that breaks them"""
+
+
+def _sizable_config(workload: dict[str, Any]) -> None:
+    """An hf_config whose sizes contradict each other (heads not a multiple of the KV heads, an MoE
+    without its experts per token, a missing MLP width, more than 100T parameters) is replaced."""
+    config = workload.get("hf_config")
+    if not isinstance(config, dict):
+        return
+    try:
+        sized_config(HfConfig.model_validate(config))
+    except ValidationError:
+        return  # a value is out of range: the request is a 422 whatever the rest says
+    except ValueError:
+        workload["hf_config"] = dict(SIZABLE_CONFIG)
+
+
 def _total_params_b(workload: dict[str, Any]) -> float | None:
     if _number(workload.get("params_b")):
         return float(workload["params_b"])
+    config = workload.get("hf_config")
+    if isinstance(config, dict):
+        try:
+            return sized_config(HfConfig.model_validate(config)).params / 1e9
+        except ValueError:  # pydantic's ValidationError is one
+            return None
     model = default_advisor().kb.models.get(str(workload.get("model")))
     return model.params_b if model else None
 

@@ -6,6 +6,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cli.main import main, rules_document
 from engine.knowledge import paths
@@ -54,13 +55,28 @@ def test_condition_text_reads_as_a_sentence() -> None:
     assert condition_text(rule.when) == "`workload.task` in [lora, qlora] and (not `constraints.os` eq macos)"
 
 
-def test_scaffold_is_a_valid_rule_whose_cases_run(tmp_path: Path) -> None:
+def test_scaffold_is_refused_until_its_placeholders_are_rewritten(tmp_path: Path) -> None:
+    """The scaffold is a schema-valid rule, but kb lint names every placeholder left in it; rewritten,
+    it loads clean and its own cases run."""
     path = new_rule_path(tmp_path, "serving", "my-new-rule")
     path.parent.mkdir()
-    path.write_text(scaffold("serving", "my-new-rule", date(2026, 11, 23)), encoding="utf-8")
+    text = scaffold("serving", "my-new-rule", date(2026, 11, 23))
+    path.write_text(text, encoding="utf-8")
     ruleset = read_rules(tmp_path)
-    assert not ruleset.problems
     assert [rule.id for rule in ruleset.rules] == ["my-new-rule"]
+    assert {p.check for p in ruleset.problems} == {"placeholder"}
+    flagged = {p.message.split("`")[1] for p in ruleset.problems}
+    assert flagged == {"title", "rationale", "citations.0.source", "caveats.0", "then.0.message"}
+    assert main(["kb", "test", "--rules", str(tmp_path)]) == 1
+    rule = yaml.safe_load(text)
+    rule["title"] = "Large models need a datacenter GPU"
+    rule["rationale"] = "Seventy billion parameters do not fit a consumer card."
+    rule["citations"][0]["source"] = "Transformer Math 101, Inference"
+    rule["caveats"] = ["Quantized to 4 bits it may fit two cards."]
+    rule["then"][0]["message"] = "A {workload.params_b}B model: plan for datacenter GPUs."
+    rewritten = yaml.safe_dump(rule, sort_keys=False)
+    path.write_text(rewritten, encoding="utf-8")
+    assert not read_rules(tmp_path).problems
     assert main(["kb", "test", "--rules", str(tmp_path)]) == 0
 
 

@@ -87,6 +87,15 @@ def test_the_stateful_phase_follows_every_link() -> None:
 SMALL = {"task": "inference", "model": "mistral-7b"}
 
 
+CONFIG = {
+    "num_hidden_layers": 4,
+    "hidden_size": 256,
+    "num_attention_heads": 8,
+    "intermediate_size": 512,
+    "vocab_size": 32000,
+}
+
+
 @pytest.mark.parametrize(
     "workload",
     [
@@ -98,6 +107,10 @@ SMALL = {"task": "inference", "model": "mistral-7b"}
         {**SMALL, "architecture": {"hidden_size": 4100, "n_heads": 32, "n_kv_heads": 12}},
         {**SMALL, "architecture": {"n_layers": 80, "hidden_size": 8192, "n_heads": 64, "n_kv_heads": 64}},
         {**SMALL, "architecture": {"n_layers": 1000, "hidden_size": 1_000_000, "n_heads": 10_000}},
+        {"task": "inference", "hf_config": {**CONFIG, "num_key_value_heads": 3}},
+        {"task": "inference", "hf_config": {**CONFIG, "num_local_experts": 8}},  # no experts per token
+        {"task": "inference", "hf_config": {**CONFIG, "intermediate_size": None}},
+        {"task": "inference", "hf_config": {**CONFIG, "num_hidden_layers": 1000, "hidden_size": 1_000_000}},
     ],
 )
 def test_the_hooks_bring_each_relational_422_within_the_rules(workload: dict[str, Any]) -> None:

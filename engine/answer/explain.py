@@ -233,4 +233,4 @@ def reasons(candidate: Candidate, policy: Policy, job: Job) -> list[str]:
 
 
 def workload_words(job: Job) -> str:
-    return f"{TASK_WORDS[job.task]} a {job.params / 1e9:g}B-parameter model"
+    return f"{TASK_WORDS[job.task]} a {job.params / 1e9:.4g}B-parameter model"

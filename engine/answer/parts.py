@@ -4,6 +4,7 @@ cost, why and citations; the notable rejections; the warnings and assumptions th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import date
 
 from engine.answer.explain import TASK_WORDS, citation_text, reasons, relevant_steps, why
 from engine.answer.ranking import Ranked
@@ -72,6 +73,7 @@ def recommendation(
         why=why(c, policy, reasons(c, policy, job)),
         trace_steps=steps,
         citations=citations,
+        price_as_of=_iso(option.price_as_of),
     )
 
 
@@ -134,6 +136,10 @@ def assumptions(job: Job, policy: Policy) -> dict[str, float | str]:
     found.update(workload_assumptions(job))
     for filled in job.filled:
         found[f"architecture.{filled.field}"] = filled.note
+    if job.config_used:
+        found["hf_config.used"] = ", ".join(job.config_used) + " (other keys are ignored)"
+    for i, note in enumerate(job.config_notes, 1):
+        found[f"hf_config.assumed_{i}"] = note
     serving = job.serving
     if serving is not None and serving.requests_per_min is None:
         found["serving.requests_per_min"] = "absent: a single stream (one user), no fleet sizing"
@@ -185,6 +191,8 @@ def throughput_of(c: Candidate) -> Throughput:
 
 def cost_of(c: Candidate) -> Cost:
     costs = c.costs
+    bought = c.option.acquisition == "buy"
+    low, high = (c.copies * v for v in c.option.capex_range_usd)
     return Cost(
         capex_usd=round(costs.capex_usd, 2),
         hourly_usd=round(costs.hourly_usd, 4),
@@ -195,7 +203,38 @@ def cost_of(c: Candidate) -> Cost:
         break_even_hours=rounded(costs.break_even_hours, 0),
         horizon_cost_usd=round(costs.horizon_cost_usd, 2),
         rent_cost_over_horizon_usd=rounded(costs.rent_cost_over_horizon_usd, 2),
+        capex_low_usd=round(low, 2) if bought else None,
+        capex_high_usd=round(high, 2) if bought else None,
     )
+
+
+def price_dates(top: Sequence[Ranked]) -> list[tuple[int, date]]:
+    """(rank, date) of the prices each recommendation is costed with (owned ones have none)."""
+    return [(i, d) for i, r in enumerate(top, 1) if (d := r.candidate.option.price_as_of) is not None]
+
+
+def price_age_warning(top: Sequence[Ranked], today: date, max_age_days: int) -> str | None:
+    """A warning naming the recommendations costed with prices seen more than `max_age_days` ago,
+    grouped by the day the prices were seen, oldest first."""
+    by_day: dict[date, list[str]] = {}
+    for rank, seen in price_dates(top):
+        if (today - seen).days > max_age_days:
+            by_day.setdefault(seen, []).append(f"#{rank}")
+    if not by_day:
+        return None
+    listed = "; ".join(f"{_and(ranks)} as of {day.isoformat()}" for day, ranks in sorted(by_day.items()))
+    return (
+        f"Prices more than {max_age_days} days old (constraints.max_price_age_days): {listed}. "
+        "Check today's prices before you buy or rent."
+    )
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _iso(value: date | None) -> str | None:
+    return None if value is None else value.isoformat()
 
 
 def planned_checkpointing(top: Sequence[Ranked], job: Job) -> bool | None:

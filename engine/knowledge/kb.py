@@ -17,7 +17,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from engine.knowledge.documents import Document, Loc, ReadError, read_yaml_mapping
+from engine.knowledge.names import ModelNames
 from engine.knowledge.paths import display_path
+from engine.knowledge.placeholders import placeholder_problems
 from engine.knowledge.problems import KBInvalid, Problem
 from engine.knowledge.snapshot import Tree
 from engine.models.kb import (
@@ -61,6 +63,23 @@ class KB:
     offers: Mapping[str, Offer]
     models: Mapping[str, Model]
     origins: Mapping[tuple[str, str], Origin] = field(repr=False)
+    _model_names: ModelNames | None = field(default=None, init=False, repr=False, compare=False)
+
+    def model_named(self, name: str) -> Model | None:
+        """The model a name means: its id, or (engine/knowledge/names.py) an alias or a repo name."""
+        found = self.models.get(name)
+        if found is None:
+            model_id = self.model_names().find(name)
+            found = None if model_id is None else self.models[model_id]
+        return found
+
+    def model_names(self) -> ModelNames:
+        """Every model's names, built on first use (a KB never changes)."""
+        names = self._model_names
+        if names is None:
+            names = ModelNames.of(self.models)
+            object.__setattr__(self, "_model_names", names)
+        return names
 
     def of_kind(self, kind: str) -> Mapping[str, Entity]:
         """Entities of one KB folder name (`gpus`, `offers`, ...)."""
@@ -231,6 +250,7 @@ def _read_entity(
     if isinstance(document, ReadError):
         problems.append(Problem(display, document.line, document.check, document.message, document.fix))
         return None
+    problems.extend(placeholder_problems(document))
     try:
         entity = model.model_validate(document.data)
     except ValidationError as exc:

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from engine.knowledge.catalog import CONFIG_FILE, CatalogError, build_offers, stale_offers
 from engine.knowledge.documents import Loc
 from engine.knowledge.kb import KB, LoadResult, host_takes, read_kb, reference_problems
+from engine.knowledge.names import normal_name
 from engine.knowledge.paths import display_path
 from engine.knowledge.problems import KBInvalid, Problem
 from engine.knowledge.snapshot import Tree
@@ -79,19 +80,17 @@ def value_problems(kb: KB, today: date | None) -> Iterator[Problem]:
 
 
 def _alias_problems(kb: KB) -> Iterator[Problem]:
-    """A model name must lead to one model: aliases are compared case-insensitively with each other and
-    with every model id."""
-    owner: dict[str, str] = {model_id: model_id for model_id in kb.models}
+    """A model name must lead to one model: aliases are compared with each other and with every model
+    id as names are matched (engine/knowledge/names.py: case and separators aside). An alias that only
+    spells the model's own id differently is allowed: it says how people write it."""
+    owner: dict[str, str] = {normal_name(model_id): model_id for model_id in kb.models}
     for model_id, model in sorted(kb.models.items()):
         for i, alias in enumerate(model.aliases):
-            key = alias.lower()
-            first = owner.setdefault(key, model_id)
-            if first == model_id and key != model_id:
-                continue
-            path, line = kb.line("models", model_id, ("aliases", i))
-            clash = "is this model's own id" if first == model_id else f"already names model {first!r}"
-            fix = "remove it or name the model it means"
-            yield Problem(path, line, "alias", f"alias {alias!r} {clash}", fix)
+            first = owner.setdefault(normal_name(alias), model_id)
+            if first != model_id:
+                path, line = kb.line("models", model_id, ("aliases", i))
+                message = f"alias {alias!r} already names model {first!r}"
+                yield Problem(path, line, "alias", message, "remove it or name the model it means")
 
 
 Finding = tuple[Loc, str, str, str]

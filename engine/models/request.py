@@ -22,16 +22,21 @@ Parallelism = Literal[
     "ddp", "zero-1", "zero-2", "zero-3", "fsdp-full-shard", "tensor-parallel", "pipeline-parallel", "offload"
 ]
 HardwareId = Annotated[str, Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$", max_length=96)]
+ModelName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/ -]*$", min_length=1, max_length=120)]
 
 
 def _positive(upper: float, description: str) -> object:
     return Field(gt=0, le=upper, allow_inf_nan=False, description=description)
 
 
+MAX_PARAMS_B = 100_000
+"""the largest model a request may size, billions of parameters (100 trillion)"""
+
+
 def _parameters(description: str) -> object:
     """A parameter count in billions: from 1,000 parameters (smaller is not a model, and the sizing
     math would underflow) to 100 trillion."""
-    return Field(ge=MIN_PARAMS_B, le=100_000, allow_inf_nan=False, description=description)
+    return Field(ge=MIN_PARAMS_B, le=MAX_PARAMS_B, allow_inf_nan=False, description=description)
 
 
 MIN_PARAMS_B = 1e-6
@@ -181,6 +186,81 @@ class Serving(RequestModel):
     )
 
 
+def _size(upper: int, description: str) -> Any:
+    return Field(None, ge=1, le=upper, description=description)
+
+
+class HfConfig(BaseModel):
+    """The fields of a Hugging Face `config.json` the sizing reads, under their own names; any other
+    key is ignored (the response's `assumptions` lists the ones used). A vision-language config's
+    language model may sit under `text_config`. Nothing is downloaded: paste the file's contents."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        frozen=True,
+        # the sizes the sizing cannot do without, here or in the language model's text_config
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size"]},
+                {"required": ["text_config"], "properties": {"text_config": {"type": "object"}}},
+            ]
+        },
+    )
+
+    model_type: Annotated[str, Field(max_length=100)] | None = Field(
+        None, description="e.g. llama, qwen3, qwen3_moe, mixtral, gemma3_text, deepseek_v3, gpt_oss"
+    )
+    num_hidden_layers: int | None = _size(1000, "transformer layers")
+    hidden_size: int | None = _size(1_000_000, "model width")
+    num_attention_heads: int | None = _size(10_000, "attention heads")
+    num_key_value_heads: int | None = _size(10_000, "key/value heads (absent: num_attention_heads)")
+    head_dim: int | None = _size(10_000, "width of one head (absent: hidden_size / heads)")
+    intermediate_size: int | None = _size(10_000_000, "MLP width (Llama 4: of each expert)")
+    intermediate_size_mlp: int | None = _size(10_000_000, "Llama 4: dense MLP width")
+    moe_intermediate_size: int | None = _size(10_000_000, "MoE: width of each expert")
+    vocab_size: int | None = _size(10_000_000, "vocabulary size")
+    max_position_embeddings: int | None = _size(100_000_000, "longest context, tokens")
+    tie_word_embeddings: bool | None = Field(None, description="output head shares the embedding")
+    attention_bias: bool | None = Field(None, description="biases on the attention projections")
+    num_local_experts: int | None = _size(100_000, "MoE experts (Mixtral, gpt-oss, Llama 4)")
+    num_experts: int | None = _size(100_000, "MoE experts (Qwen MoE)")
+    n_routed_experts: int | None = _size(100_000, "MoE routed experts (DeepSeek)")
+    num_experts_per_tok: int | None = _size(100_000, "experts each token is routed to")
+    n_shared_experts: Annotated[int, Field(ge=0, le=1000)] | None = Field(None, description="shared experts")
+    first_k_dense_replace: Annotated[int, Field(ge=0, le=1000)] | None = Field(
+        None, description="DeepSeek: leading layers with a dense MLP"
+    )
+    interleave_moe_layer_step: int | None = _size(1000, "Llama 4: every n-th layer is MoE")
+    mlp_only_layers: list[Annotated[int, Field(ge=0, le=1000)]] | None = Field(
+        None, description="Qwen MoE: layers with a dense MLP"
+    )
+    decoder_sparse_step: int | None = _size(1000, "Qwen MoE: every n-th layer is MoE")
+    kv_lora_rank: int | None = _size(100_000, "MLA: cached key-value latent")
+    q_lora_rank: int | None = _size(100_000, "MLA: query latent")
+    qk_rope_head_dim: int | None = _size(10_000, "MLA: rotary part of a head")
+    qk_nope_head_dim: int | None = _size(10_000, "MLA: non-rotary part of a head")
+    v_head_dim: int | None = _size(10_000, "MLA: value head")
+    sliding_window: int | None = _size(100_000_000, "local attention window, tokens")
+    use_sliding_window: bool | None = Field(None, description="Qwen: whether the window is used at all")
+    sliding_window_pattern: int | None = _size(1000, "Gemma 3: every n-th layer is global")
+    layer_types: list[Annotated[str, Field(max_length=50)]] | None = Field(
+        None, description="per layer: sliding_attention | full_attention (newer configs)"
+    )
+    rms_norm_eps: float | None = Field(None, description="present: RMSNorm")
+    layer_norm_eps: float | None = Field(None, description="present: LayerNorm")
+    layer_norm_epsilon: float | None = Field(None, description="present: LayerNorm")
+    hidden_act: Annotated[str, Field(max_length=50)] | None = Field(
+        None, description="the MLP's activation (read for nothing: the MLP's kind follows model_type)"
+    )
+    torch_dtype: Annotated[str, Field(max_length=30)] | None = Field(
+        None, description="the checkpoint's dtype: bfloat16, float16, float32"
+    )
+    quantization_config: dict[str, Any] | None = Field(
+        None, description="quant_method fp8 or mxfp4 gives the checkpoint's precision"
+    )
+    text_config: HfConfig | None = Field(None, description="vision-language models: the language model's")
+
+
 class Workload(RequestModel):
     """The job to size: what it does, the model, and how it runs."""
 
@@ -191,16 +271,37 @@ class Workload(RequestModel):
             "anyOf": [
                 {"required": ["model"], "properties": {"model": {"type": "string"}}},
                 {"required": ["params_b"], "properties": {"params_b": {"type": "number"}}},
+                {"required": ["hf_config"], "properties": {"hf_config": {"type": "object"}}},
             ],
             "not": {
                 "required": ["serving"],
                 "properties": {"serving": {"type": "object"}, "task": {"not": {"const": "inference"}}},
             },
+            # a pasted config is the architecture: not with a KB model or a hand-written one
+            "allOf": [
+                {
+                    "not": {
+                        "required": ["model", "hf_config"],
+                        "properties": {"model": {"type": "string"}, "hf_config": {"type": "object"}},
+                    }
+                },
+                {
+                    "not": {
+                        "required": ["architecture", "hf_config"],
+                        "properties": {"architecture": {"type": "object"}, "hf_config": {"type": "object"}},
+                    }
+                },
+            ],
         }
     )
 
     task: Task = Field(description="inference | pretrain | full_finetune | lora | qlora")
-    model: HardwareId | None = Field(None, description="KB model id; fills params and architecture")
+    model: ModelName | None = Field(
+        None,
+        description="KB model id, or a name people use for it: a Hugging Face repo id "
+        "(`meta-llama/Llama-3.1-8B-Instruct`), an alias (`llama3.1:8b`); case and separators aside. "
+        "Fills params and architecture; an unknown name is a 422 naming the closest known ones",
+    )
     params_b: Annotated[float, _parameters("total parameters, billions")] | None = Field(
         None, description="total parameters, billions; required unless `model` is given"
     )
@@ -211,6 +312,11 @@ class Workload(RequestModel):
         None,
         description="layer sizes for activation and KV-cache math when the model is not in the KB; "
         "any subset: the rest is derived or estimated and listed in `assumptions`",
+    )
+    hf_config: HfConfig | None = Field(
+        None,
+        description="the model's Hugging Face config.json, pasted: gives its architecture and, without "
+        "params_b, its parameter count; not with `model` or `architecture`",
     )
     precision: WeightPrecision | None = Field(
         None, description="for training tasks fp16/bf16 mean mixed precision; absent: the engine chooses"
@@ -248,8 +354,8 @@ class Workload(RequestModel):
 
     @model_validator(mode="after")
     def _sized(self) -> Workload:
-        if self.model is None and self.params_b is None:
-            raise ValueError("give `model` (a KB model id) or `params_b`")
+        if self.model is None and self.params_b is None and self.hf_config is None:
+            raise ValueError("give `model` (a KB model id), `params_b` or `hf_config`")
         return self
 
     # Checks between two fields sit on the later one, so a 422 names that field.
@@ -259,6 +365,15 @@ class Workload(RequestModel):
         total = info.data.get("params_b")
         if value is not None and total is not None and value > total:
             raise ValueError(f"active_params_b cannot exceed params_b ({total:g})")
+        return value
+
+    @field_validator("hf_config")
+    @classmethod
+    def _one_architecture(cls, value: HfConfig | None, info: ValidationInfo) -> HfConfig | None:
+        if value is not None and info.data.get("model") is not None:
+            raise ValueError("give `model` or `hf_config`, not both")
+        if value is not None and info.data.get("architecture") is not None:
+            raise ValueError("give `architecture` or `hf_config`, not both")
         return value
 
     @field_validator("serving")
@@ -293,6 +408,11 @@ class Constraints(RequestModel):
         None,
         description="US dollars, what the job costs you: the whole system's capex (and a training run's "
         "electricity) when buying; the run's rental, or a month of serving, when renting",
+    )
+    max_price_age_days: Annotated[int, Field(ge=1, le=36_500)] = Field(
+        90,
+        description="prices seen longer ago than this many days get a warning in the answer (prices "
+        "move: cloud rates within weeks, GPU street prices within months)",
     )
     on_prem_only: bool = Field(False, description="data may not leave owned hardware: no cloud")
     os: Os | None = Field(None, description="the user's operating system")

@@ -46,7 +46,7 @@ class Requirements(ResponseModel):
     required_tokens_per_s: float | None = Field(
         None, description="serving demand, when `serving` gives requests_per_min"
     )
-    architecture_source: Literal["kb-model", "request", "estimated"] = Field(
+    architecture_source: Literal["kb-model", "request", "hf-config", "estimated"] = Field(
         description="where the layer sizes behind activations and KV cache came from"
     )
     activation_checkpointing: bool = Field(
@@ -109,6 +109,13 @@ class Cost(ResponseModel):
     rent_cost_over_horizon_usd: float | None = Field(
         description="renting equivalent capacity for the same use (the cheapest on-demand offer of the GPU)"
     )
+    capex_low_usd: float | None = Field(
+        None,
+        description="bought: capex at the low end of the GPU and host prices seen (kb/gpus, kb/hosts ranges)",
+    )
+    capex_high_usd: float | None = Field(
+        None, description="bought: capex at the high end of the GPU and host prices seen"
+    )
 
 
 class Recommendation(ResponseModel):
@@ -154,6 +161,11 @@ class Recommendation(ResponseModel):
     trace_steps: list[int] = Field(description="steps of `trace` that produced this option")
     citations: list[str] = Field(
         description="sources of the rules behind this option: title and section, then <URL> where one exists"
+    )
+    price_as_of: str | None = Field(
+        None,
+        description="date (ISO) the prices this option is costed with were seen: the offer's when rented, "
+        "the older of the GPU's and the host's when bought; absent when owned",
     )
 
 
@@ -222,6 +234,11 @@ class RecommendResponse(ResponseModel):
     request_id: str = Field(description="unique per call")
     kb_version: str = Field(description="content hash of the knowledge base and rules in use")
     prices_as_of: str = Field(description="date of the price snapshot used (ISO date), or 'unknown'")
+    oldest_price_as_of: str | None = Field(
+        None,
+        description="the oldest `price_as_of` of the recommendations (ISO date); a warning names any "
+        "older than constraints.max_price_age_days",
+    )
     feasible: bool = Field(description="at least one option meets every hard constraint")
     summary: str = Field(description="1-3 sentences a chat bot can post as-is")
     requirements: Requirements = Field(description="the workload, before any hardware is chosen")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from functools import cached_property
 from types import MappingProxyType
 
@@ -60,6 +61,8 @@ class Option:
     """the price of one host, GPUs excluded (see `host_cost`)"""
     own_host: bool = False
     """bought cards that go into a machine the user already owns (`constraints.free_pcie_slots`)"""
+    host_price: HostPrice | None = None
+    """the price range `host_unit_usd` is the midpoint of"""
 
     @property
     def capex_usd(self) -> float:
@@ -68,6 +71,27 @@ class Option:
             return 0.0
         gpus = self.unit_price.price_usd * self.count if self.unit_price else 0.0
         return gpus + self.host_capex_usd
+
+    @property
+    def capex_range_usd(self) -> tuple[float, float]:
+        """The capex at the low and the high end of the GPU and host prices seen; (0, 0) unless bought."""
+        if self.acquisition != "buy":
+            return 0.0, 0.0
+        unit, host = self.unit_price, self.host_price if self.host else None
+        low = (unit.low * self.count if unit else 0.0) + (host.low_usd * self.nodes if host else 0.0)
+        high = (unit.high * self.count if unit else 0.0) + (host.high_usd * self.nodes if host else 0.0)
+        return low, high
+
+    @property
+    def price_as_of(self) -> date | None:
+        """When the prices this option is costed with were seen: the offer's date when rented; the
+        older of the GPU's and the host's when bought; None when owned."""
+        if self.acquisition == "owned":
+            return None
+        if self.offer is not None:
+            return self.offer.as_of
+        dates = [p.as_of for p in (self.unit_price, self.host_price if self.host else None) if p is not None]
+        return min(dates) if dates else None
 
     @property
     def host_capex_usd(self) -> float:
@@ -378,4 +402,5 @@ def _option(
         host=placed.host if placed else None,
         host_unit_usd=placed.price.midpoint_usd if placed else 0.0,
         own_host=own_host,
+        host_price=placed.price if placed else None,
     )

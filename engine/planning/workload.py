@@ -24,12 +24,13 @@ from engine.models.request import (
     Workload,
 )
 from engine.planning.architecture import Contradiction, Filled, complete
+from engine.planning.hf_config import sized_config
 from engine.sizing import TransformerShape, estimate_dims_from_params, shape_from_architecture
 from engine.sizing.precision import KvCacheDtype
 from engine.sizing.shape import DEFAULT_VOCAB_SIZE
 from engine.sizing.training_memory import Optimizer
 
-ArchitectureSource = Literal["kb-model", "request", "estimated"]
+ArchitectureSource = Literal["kb-model", "request", "hf-config", "estimated"]
 TRAINING_TASKS: tuple[Task, ...] = ("pretrain", "full_finetune", "lora", "qlora")
 ESTIMATED_VOCAB = 32_000
 """Vocabulary assumed for an estimated shape (Llama 2's 32,000 tokens)."""
@@ -161,6 +162,10 @@ class Job:
     """a service with stated traffic or an availability target, whose request gives no utilization:
     it runs, and a rental is billed, every hour (utilization 1)"""
     horizon_hours: float
+    config_used: tuple[str, ...] = ()
+    """the keys of the request's `hf_config` the sizing read"""
+    config_notes: tuple[str, ...] = ()
+    """what that config left unsaid and was taken from its model_type"""
 
     @property
     def training(self) -> bool:
@@ -173,6 +178,13 @@ class Job:
 
 HOURS_PER_MONTH = 730.0
 """365 x 24 / 12."""
+
+
+def unknown_model(kb: KB, name: str) -> str:
+    """The 422 message for a model name the KB does not know, with the closest names it does."""
+    closest = kb.model_names().closest(name)
+    hint = f"did you mean {', '.join(closest)}? " if closest else ""
+    return f"unknown model {name!r}: {hint}GET /models lists the known ids and their aliases"
 
 
 def resolve(request: RecommendRequest, kb: KB) -> Job:
@@ -189,14 +201,24 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
             )
     model = None
     if workload.model is not None:
-        model = kb.models.get(workload.model)
+        model = kb.model_named(workload.model)
         if model is None:
-            raise UnknownReference(
-                ("workload", "model"), f"unknown model id {workload.model!r}: GET /models lists the known ids"
-            )
+            raise UnknownReference(("workload", "model"), unknown_model(kb, workload.model))
+    sized = None
+    if workload.hf_config is not None:
+        try:
+            sized = sized_config(workload.hf_config)
+        except ValueError as exc:
+            raise InvalidRequest(("workload", "hf_config"), str(exc)) from None
+    from_config = sized.read if sized else None
     params_b = workload.params_b or (model.params_b if model else None)
-    assert params_b is not None  # the request model requires `model` or `params_b`
-    active_b = workload.active_params_b or (model.active_params_b if model else None) or params_b
+    if sized is not None and params_b is None:
+        params_b = sized.params / 1e9
+    assert params_b is not None  # the request model requires `model`, `params_b` or `hf_config`
+    active_b = workload.active_params_b or (model.active_params_b if model else None)
+    if sized is not None and active_b is None and workload.params_b is None:
+        active_b = sized.active_params / 1e9
+    active_b = active_b or params_b
     if active_b > params_b:  # a KB model's size against the request's active_params_b
         raise InvalidRequest(
             ("workload", "active_params_b"),
@@ -209,6 +231,8 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         except Contradiction as exc:
             raise InvalidRequest(("workload", "architecture"), str(exc)) from None
         shape, source, filled = completed.shape, "request", completed.filled
+    elif sized is not None:
+        shape, source = sized.shape, "hf-config"
     elif model is not None and model.architecture is not None:
         kind = "decoder" if model.kind in ("decoder", "cnn") else model.kind
         shape, source = shape_from_architecture(model.architecture.model_dump(), kind=kind), "kb-model"
@@ -240,7 +264,7 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         shape=shape,
         architecture_source=source,  # type: ignore[arg-type]
         filled=filled,
-        model=workload.model,
+        model=model.id if model is not None else None,
         requested_precision=workload.precision,
         kv_dtype=workload.kv_cache_precision,
         optimizer=workload.optimizer,
@@ -257,6 +281,8 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         utilization=None if utilization is None else utilization / 100,
         always_on=always_on,
         horizon_hours=horizon_hours,
+        config_used=from_config.used if from_config else (),
+        config_notes=from_config.notes if from_config else (),
     )
 
 

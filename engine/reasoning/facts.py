@@ -26,11 +26,15 @@ def request_facts(request: RecommendRequest) -> dict[str, Scalar]:
     return facts
 
 
+NOT_FACTS = frozenset({"workload.hf_config"})
+"""request fields rules do not read: a pasted config becomes the job's architecture and `sizing.*`"""
+
+
 def _flatten(model: BaseModel, prefix: str, facts: dict[str, Scalar]) -> None:
     for name in type(model).model_fields:
         value: Any = getattr(model, name)
         path = f"{prefix}.{name}"
-        if value is None:
+        if value is None or path in NOT_FACTS:
             continue
         if isinstance(value, BaseModel):
             _flatten(value, path, facts)

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from engine.knowledge import placeholders
 from engine.models.attributes import attribute_tables
 from engine.models.rule import AllOf, AnyOf, Condition, Rule, When
 from engine.models.service import RuleAction, RuleDetail, RuleSummary
@@ -82,27 +83,28 @@ def _rule_section(rule: Rule) -> list[str]:
 
 
 def scaffold(category: str, rule_id: str, today: date) -> str:
-    """A new rule file that validates, for the author to rewrite: every field shown once."""
+    """A new rule file that validates, for the author to rewrite: every field shown once. kb lint
+    refuses it until every placeholder is rewritten (engine/knowledge/placeholders.py)."""
     document = {
         "id": rule_id,
-        "title": "Say what the rule decides, in one sentence",
+        "title": placeholders.TITLE,
         "status": "experimental",
         "priority": 50,
-        "rationale": "Why it holds and what to do instead (at most 400 characters).",
+        "rationale": placeholders.RATIONALE,
         "citations": [
             {
-                "source": "a guide's title and section, a paper or a page title (add url: where one exists)",
+                "source": placeholders.SOURCE,
                 "accessed": today,
             }
         ],
-        "caveats": ["When the advice does not apply."],
+        "caveats": [placeholders.CAVEAT],
         "when": {
             "all": [{"fact": "workload.task", "eq": "inference"}, {"fact": "workload.params_b", "gte": 70}]
         },
         "then": [
             {
                 "warn": {"severity": "info"},
-                "message": "A {workload.params_b}B model: say what this means for the user.",
+                "message": f"A {{workload.params_b}}B model: {placeholders.MESSAGE_HINT}.",
             }
         ],
         "tests": [

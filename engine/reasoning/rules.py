@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from engine.knowledge.documents import ReadError, read_yaml_mapping
 from engine.knowledge.kb import schema_problems
 from engine.knowledge.paths import display_path
+from engine.knowledge.placeholders import placeholder_problems
 from engine.knowledge.problems import Problem
 from engine.knowledge.snapshot import Tree
 from engine.models.rule import Rule
@@ -45,6 +46,7 @@ def read_rules(source: Path | Tree) -> RuleSet:
         if isinstance(document, ReadError):
             problems.append(Problem(display, document.line, document.check, document.message, document.fix))
             continue
+        problems.extend(placeholder_problems(document))
         try:
             rule = Rule.model_validate(document.data)
         except ValidationError as exc:

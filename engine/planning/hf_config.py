@@ -1,0 +1,291 @@
+"""A Hugging Face `config.json` as the knowledge base's architecture fields (engine/models/kb.py
+`Architecture`), so a model the KB does not know is sized exactly from its own config.
+
+Only the keys the sizing reads are used (`FromHfConfig.used` lists them); where a config leaves a
+detail to the modelling code (a gated MLP, RMSNorm, a Llama 4 shared expert, Gemma's four norms per
+layer) it is taken from `model_type`, and every such choice is stated in `FromHfConfig.notes`.
+Names follow the configs of transformers' model classes (`LlamaConfig`, `Qwen3MoeConfig`,
+`DeepseekV3Config`, `Gemma3TextConfig`, `Llama4TextConfig`, `GptOssConfig`, `BertConfig`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.models.request import MAX_PARAMS_B, HfConfig
+from engine.sizing import TransformerShape, active_params, shape_from_architecture, total_params
+
+ENCODERS = frozenset({"bert", "roberta", "xlm-roberta", "distilbert", "electra", "mpnet", "camembert"})
+"""post-LN encoders with learned positions (BERT's layout)"""
+DENSE_MLP = ENCODERS | {"gpt2", "opt", "gpt_neox", "gptj", "phi", "bloom", "falcon", "starcoder2"}
+"""two-matrix MLPs; every other model type is taken as gated (SwiGLU/GeGLU), as decoders since Llama are"""
+LAYER_NORM = DENSE_MLP
+"""LayerNorm when the config gives no *_norm_eps key"""
+LEARNED_POSITIONS = ENCODERS | {"gpt2", "opt"}
+QK_NORM = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"})
+"""an RMSNorm over each head's queries and keys (`q_norm`, `k_norm` in the modelling code)"""
+FOUR_NORMS = frozenset({"gemma2", "gemma3", "gemma3_text"})
+"""pre and post norms around attention and the MLP"""
+SHARED_EXPERT = frozenset({"llama4", "llama4_text"})
+"""one always-on expert per MoE layer that the config does not count (Llama4TextMoe.shared_expert)"""
+TIED_BY_DEFAULT = ENCODERS | {"gpt2", "opt", "gemma", "gemma2", "gemma3", "gemma3_text"}
+"""model types whose config class ties the output head to the embeddings unless told otherwise
+(transformers' PretrainedConfig default; LlamaConfig, MistralConfig, Qwen2Config and most decoders
+default to untied)"""
+QKV_BIAS_ONLY = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
+"""biases on q, k and v but not on the output projection"""
+PRECISIONS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+QUANTIZED = {"fp8": "fp8", "mxfp4": "fp4"}
+
+
+@dataclass(frozen=True)
+class FromHfConfig:
+    architecture: dict[str, object]
+    """KB `Architecture` fields, for `sizing.shape_from_architecture`"""
+    kind: str
+    """decoder | encoder"""
+    used: tuple[str, ...]
+    """the config keys read, as written (`text_config.` before a nested one)"""
+    notes: tuple[str, ...] = field(default=())
+    """what the config did not say and was taken from its model_type"""
+    native_precision: str | None = None
+    context_length: int | None = None
+
+
+class _Reader:
+    """Reads a config's keys (the language model's, under `text_config`, for a vision-language one)
+    and records the ones read."""
+
+    def __init__(self, config: HfConfig) -> None:
+        nested = config.num_hidden_layers is None and config.text_config is not None
+        self.c = config.text_config if nested and config.text_config is not None else config
+        self.prefix = "text_config." if nested else ""
+        self.used: list[str] = []
+
+    def take(self, name: str) -> object:
+        value = getattr(self.c, name)
+        if value is not None:
+            self.used.append(self.prefix + name)
+        return value
+
+    def need(self, name: str) -> int:
+        value = self.take(name)
+        if not isinstance(value, int):
+            raise ValueError(f"hf_config lacks {self.prefix}{name}, which the sizing needs")
+        return value
+
+
+@dataclass(frozen=True)
+class SizedConfig:
+    read: FromHfConfig
+    shape: TransformerShape
+    params: int
+    active_params: int
+
+
+def sized_config(config: HfConfig) -> SizedConfig:
+    """The config's architecture as a shape with its parameter counts; ValueError naming the key
+    that is missing or contradicts another, or when the model is larger than a request may size."""
+    read = from_hf_config(config)
+    shape = shape_from_architecture(read.architecture, kind=read.kind)
+    params = total_params(shape)
+    if params / 1e9 > MAX_PARAMS_B:
+        raise ValueError(
+            f"hf_config describes {params / 1e12:,.0f}T parameters, more than {MAX_PARAMS_B / 1e3:g}T"
+        )
+    return SizedConfig(read, shape, params, active_params(shape))
+
+
+def from_hf_config(config: HfConfig) -> FromHfConfig:
+    """The architecture a config describes; ValueError naming the missing or contradictory key."""
+    r = _Reader(config)
+    c, take, need, used, prefix = r.c, r.take, r.need, r.used, r.prefix
+    notes: list[str] = []
+
+    kind_name = str(c.model_type or config.model_type or "")
+    if kind_name:
+        used.append((prefix if c.model_type else "") + "model_type")
+    layers, hidden, heads = need("num_hidden_layers"), need("hidden_size"), need("num_attention_heads")
+    vocab = need("vocab_size")
+    kv_heads = take("num_key_value_heads")
+    if kv_heads is None:
+        kv_heads = heads
+        notes.append("num_key_value_heads absent: multi-head attention (as many KV heads as heads)")
+    arch: dict[str, object] = {"n_layers": layers, "hidden_size": hidden, "n_heads": heads}
+    _attention(r, arch, heads, int(str(kv_heads)), hidden)
+    _mlp(r, arch, layers, kind_name, notes)
+    encoder = kind_name in ENCODERS
+    eps_rms, eps_ln = take("rms_norm_eps"), take("layer_norm_eps") or take("layer_norm_epsilon")
+    arch["norm"] = (
+        "rmsnorm"
+        if eps_rms is not None
+        else "layernorm"
+        if eps_ln is not None or kind_name in LAYER_NORM
+        else "rmsnorm"
+    )
+    arch["vocab_size"] = vocab
+    positions = take("max_position_embeddings")
+    arch["max_position_embeddings"] = positions if isinstance(positions, int) else 2048
+    arch["position_embedding"] = "learned" if kind_name in LEARNED_POSITIONS else "rope"
+    if kind_name in LEARNED_POSITIONS and not isinstance(positions, int):
+        raise ValueError(
+            f"hf_config lacks {prefix}max_position_embeddings, which a learned position table needs"
+        )
+    tied = take("tie_word_embeddings")
+    if tied is None and c is not config:
+        tied = config.tie_word_embeddings
+    if tied is None:
+        tied = kind_name in TIED_BY_DEFAULT
+        notes.append(
+            f"tie_word_embeddings absent: taken as {str(tied).lower()}, the {kind_name or 'usual'} default"
+        )
+    arch["tie_word_embeddings"] = bool(tied)
+    bias = take("attention_bias")
+    if kind_name in QKV_BIAS_ONLY:
+        arch["attention_bias"], arch["attention_output_bias"] = True, False
+    elif encoder:
+        arch["attention_bias"], arch["mlp_bias"] = True, True
+    elif bias:
+        arch["attention_bias"] = True
+    if encoder:
+        extra = c.model_extra or {}
+        types = extra.get("type_vocab_size")
+        arch["type_vocab_size"] = types if isinstance(types, int) and 0 <= types <= 1000 else 0
+        arch["pooler"] = kind_name in ("bert", "roberta", "xlm-roberta", "camembert", "electra")
+    if kind_name in QK_NORM:
+        arch["qk_norm"] = True
+    if kind_name in FOUR_NORMS:
+        arch["norms_per_layer"] = 4
+    _window(r, arch, layers, kind_name)
+    return FromHfConfig(
+        architecture=arch,
+        kind="encoder" if encoder else "decoder",
+        used=tuple(dict.fromkeys(used)),
+        notes=tuple(notes),
+        native_precision=_precision(config, c),
+        context_length=positions if isinstance(positions, int) else None,
+    )
+
+
+def _attention(r: _Reader, arch: dict[str, object], heads: int, kv_heads: int, hidden: int) -> None:
+    c, take = r.c, r.take
+    if take("kv_lora_rank") is not None:
+        rope, nope, value = take("qk_rope_head_dim"), take("qk_nope_head_dim"), take("v_head_dim")
+        if not (isinstance(rope, int) and isinstance(nope, int) and isinstance(value, int)):
+            raise ValueError(
+                "hf_config: kv_lora_rank needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim"
+            )
+        arch.update(
+            n_kv_heads=heads,
+            head_dim=nope + rope,
+            kv_lora_rank=c.kv_lora_rank,
+            qk_rope_head_dim=rope,
+            qk_nope_head_dim=nope,
+            v_head_dim=value,
+        )
+        if take("q_lora_rank") is not None:
+            arch["q_lora_rank"] = c.q_lora_rank
+        return
+    head_dim = take("head_dim")
+    if head_dim is None:
+        if hidden % heads:
+            raise ValueError(
+                f"hf_config: hidden_size ({hidden}) is not a multiple of num_attention_heads ({heads}); "
+                "give head_dim"
+            )
+        head_dim = hidden // heads
+    if heads % kv_heads:
+        raise ValueError(
+            f"hf_config: num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv_heads})"
+        )
+    arch.update(n_kv_heads=kv_heads, head_dim=head_dim)
+
+
+def _mlp(r: _Reader, arch: dict[str, object], layers: int, kind: str, notes: list[str]) -> None:
+    take = r.take
+    arch["mlp"] = "dense" if kind in DENSE_MLP else "gated"
+    experts = take("num_local_experts") or take("num_experts") or take("n_routed_experts")
+    inner, dense_inner, expert_inner = take("intermediate_size"), take("intermediate_size_mlp"), None
+    if isinstance(experts, int) and experts > 1:
+        per_token = take("num_experts_per_tok")
+        if not isinstance(per_token, int):
+            raise ValueError("hf_config: a mixture of experts needs num_experts_per_tok")
+        if per_token > experts:
+            raise ValueError(f"hf_config: num_experts_per_tok ({per_token}) exceeds the experts ({experts})")
+        arch.update(n_experts=experts, experts_per_token=per_token)
+        expert_inner = take("moe_intermediate_size")
+        if dense_inner is not None:  # Llama 4: intermediate_size is the expert's, _mlp the dense layers'
+            expert_inner, inner = inner, dense_inner
+        if expert_inner is not None:
+            arch["moe_intermediate_size"] = expert_inner
+        moe_layers = _moe_layers(r, layers)
+        if moe_layers != layers:
+            arch["moe_layers"] = moe_layers
+        shared = take("n_shared_experts")
+        if shared is None and kind in SHARED_EXPERT:
+            shared = 1
+            notes.append("Llama 4: one shared expert per MoE layer, as its modelling code builds it")
+        if shared:
+            arch["n_shared_experts"] = shared
+        if inner is None:
+            inner = expert_inner
+    elif arch["mlp"] == "gated" and kind and kind not in DENSE_MLP and not _known(kind):
+        notes.append(f"model_type {kind!r}: a gated (SwiGLU) MLP is assumed")
+    if not isinstance(inner, int):
+        raise ValueError("hf_config lacks intermediate_size, which the sizing needs")
+    arch["intermediate_size"] = inner
+
+
+def _moe_layers(r: _Reader, layers: int) -> int:
+    c, take = r.c, r.take
+    first_dense = take("first_k_dense_replace")
+    if isinstance(first_dense, int):
+        return max(1, layers - first_dense)
+    step = take("interleave_moe_layer_step")
+    if isinstance(step, int):
+        return max(1, sum(1 for i in range(layers) if (i + 1) % step == 0))
+    dense = set(c.mlp_only_layers or ())
+    if dense:
+        take("mlp_only_layers")
+    sparse = take("decoder_sparse_step")
+    every = sparse if isinstance(sparse, int) else 1
+    return max(1, sum(1 for i in range(layers) if i not in dense and (i + 1) % every == 0))
+
+
+def _window(r: _Reader, arch: dict[str, object], layers: int, kind: str) -> None:
+    take = r.take
+    window = take("sliding_window")
+    if not isinstance(window, int):
+        return
+    types = take("layer_types")
+    if isinstance(types, list) and types:
+        local = sum(1 for t in types[:layers] if t == "sliding_attention")
+    elif kind.startswith("gemma3"):
+        pattern = take("sliding_window_pattern")
+        every = pattern if isinstance(pattern, int) else 6  # Gemma 3: five local layers per global one
+        local = layers - layers // every
+    elif kind == "gemma2":
+        local = (layers + 1) // 2  # every other layer, from the first
+    elif take("use_sliding_window") is False:
+        return
+    else:
+        local = layers
+    if local:
+        arch["sliding_window"] = window
+        if local != layers:
+            arch["sliding_window_layers"] = local
+
+
+def _precision(config: HfConfig, c: HfConfig) -> str | None:
+    quant = config.quantization_config or c.quantization_config or {}
+    method = quant.get("quant_method")
+    if isinstance(method, str) and method in QUANTIZED:
+        return QUANTIZED[method]
+    dtype = config.torch_dtype or c.torch_dtype
+    return PRECISIONS.get(dtype) if dtype else None
+
+
+def _known(kind: str) -> bool:
+    return kind.startswith(
+        ("llama", "mistral", "mixtral", "qwen", "gemma", "phi3", "deepseek", "gpt_oss", "olmo")
+    )

@@ -1,0 +1,156 @@
+"""`workload.hf_config`: a Hugging Face config.json sizes a model the KB does not know. Round trips:
+the configs of KB models, written as their config.json gives them, size exactly as the KB's own
+architecture does; and the bad ones are 422s naming the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from engine.knowledge.kb import KB
+from engine.models.request import HfConfig, RecommendRequest
+from engine.planning.hf_config import from_hf_config
+from engine.recommend import Advisor
+from engine.sizing import kv_cache_bytes_per_token, shape_from_architecture, total_params
+
+# config.json of meta-llama/Llama-3.1-8B (the keys the sizing reads, as published; kb/models/llama-3-1-8b.yaml
+# cites it), with keys the sizing ignores left in
+LLAMA_3_1_8B: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLM"],
+    "attention_bias": False,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 131072,
+    "model_type": "llama",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 8.0, "rope_type": "llama3"},
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "vocab_size": 128256,
+}
+# mistralai/Mixtral-8x7B-v0.1 (kb/models/mixtral-8x7b.yaml)
+MIXTRAL_8X7B: dict[str, Any] = {
+    "model_type": "mixtral",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "rms_norm_eps": 1e-05,
+    "max_position_embeddings": 32768,
+    "tie_word_embeddings": False,
+    "vocab_size": 32000,
+    "torch_dtype": "bfloat16",
+}
+# google/gemma-2-9b (kb/models/gemma-2-9b.yaml): explicit head_dim, a window on every other layer
+GEMMA_2_9B: dict[str, Any] = {
+    "model_type": "gemma2",
+    "hidden_size": 3584,
+    "intermediate_size": 14336,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 42,
+    "num_key_value_heads": 8,
+    "head_dim": 256,
+    "rms_norm_eps": 1e-06,
+    "max_position_embeddings": 8192,
+    "sliding_window": 4096,
+    "vocab_size": 256000,
+    "torch_dtype": "float32",
+}
+
+
+@pytest.mark.parametrize(
+    ("config", "model_id"),
+    [(LLAMA_3_1_8B, "llama-3-1-8b"), (MIXTRAL_8X7B, "mixtral-8x7b"), (GEMMA_2_9B, "gemma-2-9b")],
+)
+def test_a_kb_models_config_sizes_as_the_kb_does(kb: KB, config: dict[str, Any], model_id: str) -> None:
+    found = from_hf_config(HfConfig.model_validate(config))
+    shape = shape_from_architecture(found.architecture, kind=found.kind)
+    model = kb.models[model_id]
+    assert model.architecture is not None
+    expected = shape_from_architecture(model.architecture.model_dump(), kind=model.kind)
+    assert total_params(shape) == total_params(expected) == model.params_count
+    assert kv_cache_bytes_per_token(shape) == kv_cache_bytes_per_token(expected)
+    assert shape.windowed_layers == expected.windowed_layers
+
+
+def test_the_keys_used_are_listed_and_the_rest_ignored(advisor: Advisor) -> None:
+    request = RecommendRequest.model_validate({"workload": {"task": "inference", "hf_config": LLAMA_3_1_8B}})
+    answer = advisor.recommend(request)
+    assert answer.requirements.architecture_source == "hf-config"
+    assert answer.requirements.params_b == pytest.approx(8.03, abs=0.005)
+    used = str(answer.assumptions["hf_config.used"])
+    assert "num_key_value_heads" in used and "rope_theta" not in used and "architectures" not in used
+
+
+def test_a_vision_language_config_is_read_from_its_text_config() -> None:
+    nested = {
+        "model_type": "gemma3",
+        "text_config": {**GEMMA_2_9B, "model_type": "gemma2"},
+        "vision_config": {},
+    }
+    found = from_hf_config(HfConfig.model_validate(nested))
+    assert found.architecture["n_layers"] == 42
+    assert all(key.startswith("text_config.") for key in found.used)
+
+
+def test_moe_and_latent_attention_keys() -> None:
+    """DeepSeek-V3's config keys (deepseek-ai/DeepSeek-V3 config.json): 671B total, 37B active."""
+    config = {
+        "model_type": "deepseek_v3",
+        "hidden_size": 7168,
+        "intermediate_size": 18432,
+        "moe_intermediate_size": 2048,
+        "num_attention_heads": 128,
+        "num_hidden_layers": 61,
+        "num_key_value_heads": 128,
+        "n_routed_experts": 256,
+        "n_shared_experts": 1,
+        "num_experts_per_tok": 8,
+        "first_k_dense_replace": 3,
+        "kv_lora_rank": 512,
+        "q_lora_rank": 1536,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "v_head_dim": 128,
+        "rms_norm_eps": 1e-06,
+        "max_position_embeddings": 163840,
+        "tie_word_embeddings": False,
+        "vocab_size": 129280,
+        "quantization_config": {"quant_method": "fp8"},
+    }
+    found = from_hf_config(HfConfig.model_validate(config))
+    shape = shape_from_architecture(found.architecture)
+    assert total_params(shape) == pytest.approx(671e9, rel=0.02)
+    assert kv_cache_bytes_per_token(shape) == 61 * 576 * 2
+    assert found.native_precision == "fp8"
+
+
+@pytest.mark.parametrize(
+    ("workload", "message"),
+    [
+        ({"hf_config": {"hidden_size": 4096}}, "num_hidden_layers"),
+        ({"hf_config": {**LLAMA_3_1_8B, "num_key_value_heads": 7}}, "multiple"),
+        ({"hf_config": {**MIXTRAL_8X7B, "num_experts_per_tok": None}}, "num_experts_per_tok"),
+        ({"hf_config": LLAMA_3_1_8B, "model": "llama-3-1-8b"}, "not both"),
+        ({"hf_config": {**LLAMA_3_1_8B, "num_hidden_layers": -1}}, "greater than"),
+    ],
+)
+def test_a_bad_config_is_a_422_naming_hf_config(
+    client: TestClient, workload: dict[str, Any], message: str
+) -> None:
+    response = client.post("/recommend", json={"workload": {"task": "inference", **workload}})
+    assert response.status_code == 422, response.text
+    errors = response.json()["detail"]
+    assert any(e["loc"][:3] == ["body", "workload", "hf_config"] and message in e["msg"] for e in errors), (
+        errors
+    )
