@@ -94,6 +94,24 @@ def test_duplicate_id(kb_copy: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert_reported(out, "gpus/nvidia-h100-sxm-copy.yaml", 1, "id-stem")
 
 
+def test_alias_naming_two_models(kb_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A name must lead to one model: an alias equal (case aside) to another model's id or alias is refused."""
+    line = edit(kb_copy / "models/llama-3-1-70b.yaml", r"license:", "aliases: [Mistral-7B, my-llama]")
+    edit(kb_copy / "models/llama-3-1-8b.yaml", r"license:", "aliases: [MY-LLAMA]")
+    code, out = run_lint(kb_copy, capsys)
+    assert code == 1
+    assert_reported(out, "models/llama-3-1-70b.yaml", line, "alias")
+    assert "already names model 'mistral-7b'" in out
+    assert "already names model 'llama-3-1-70b'" in out
+
+
+def test_native_precision_must_be_a_known_precision(kb_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = edit(kb_copy / "models/llama-3-1-8b.yaml", r"license:", "native_precision: bf17")
+    code, out = run_lint(kb_copy, capsys)
+    assert code == 1
+    assert_reported(out, "models/llama-3-1-8b.yaml", line, "reference")
+
+
 def test_negative_bandwidth(kb_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     line = edit(kb_copy / H100, r"memory_bandwidth_gbs:", "memory_bandwidth_gbs: -5")
     code, out = run_lint(kb_copy, capsys)

@@ -26,7 +26,7 @@ from engine.sizing import (
     weight_bytes_per_param,
     weights_bytes,
 )
-from tests.support import model_shape
+from tests.support import DEEPSEEK_V3, model_shape
 
 _shape = model_shape
 
@@ -171,3 +171,13 @@ def test_inference_validation() -> None:
         runtime_reserve_bytes(80 * GB, gpu_memory_utilization=1.5)
     with pytest.raises(ValueError, match="dtype"):
         model_kv_cache_bytes(_shape("llama-3-1-8b"), 10, dtype="int4")  # type: ignore[arg-type]
+
+
+def test_latent_attention_caches_one_compressed_latent_per_token() -> None:
+    """DeepSeek-V2 (arXiv 2405.04434), Sec. 2.1.3 and Table 1: MLA caches (d_c + d_h^R) = 4.5 d_h elements per
+    token and layer; DeepSeek-V3 (d_c 512, rope 64): 576 per layer, 61 layers, bf16 -> 70,272 bytes per token,
+    the same on every tensor-parallel GPU."""
+    assert kv_cache_bytes_per_token(DEEPSEEK_V3) == 61 * 576 * 2 == 70_272
+    one = model_kv_cache_bytes(DEEPSEEK_V3, 4096, 2)
+    assert one == 70_272 * 4096 * 2
+    assert model_kv_cache_bytes(DEEPSEEK_V3, 4096, 2, tensor_parallel=8) == one

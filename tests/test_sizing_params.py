@@ -6,6 +6,7 @@ present, else params_b), and MoE active parameters reproduce active_params_b wit
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from engine.sizing import (
     shape_from_architecture,
     total_params,
 )
-from tests.support import kb_models, shape_of
+from tests.support import DEEPSEEK_V3, kb_models, shape_of
 
 TOLERANCE = 0.02  # acceptance tolerance for published parameter counts
 
@@ -161,3 +162,76 @@ def test_architecture_details_from_the_kb_are_applied() -> None:
     assert bert.embedding_norm and not bert.final_norm and bert.pooler
     mistral = _shape(next(m for m in TRANSFORMERS if m["id"] == "mistral-7b"))
     assert mistral.windowed_layers == 32
+
+
+def test_deepseek_v3_total_and_active_match_the_paper() -> None:
+    """DeepSeek-V3 technical report, abstract: 671B total parameters, 37B activated per token (main model,
+    without the multi-token-prediction module)."""
+    assert total_params(DEEPSEEK_V3) == pytest.approx(671e9, rel=TOLERANCE)
+    assert active_params(DEEPSEEK_V3) == pytest.approx(37e9, rel=TOLERANCE)
+
+
+def test_latent_attention_layer_is_counted_projection_by_projection() -> None:
+    """q: 7168x1536 + 1536 (norm) + 1536x(128x192); kv: 7168x(512+64) + 512 + 512x128x(128+128);
+    o: 128x128x7168 (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1.2-2.1.3)."""
+    expected = (
+        (7168 * 1536 + 1536 + 1536 * 128 * 192) + (7168 * 576 + 512 + 512 * 128 * 256) + 128 * 128 * 7168
+    )
+    assert attention_params_per_layer(DEEPSEEK_V3) == expected == 187_107_328
+
+
+def test_dense_layers_of_an_moe_model_use_the_dense_width() -> None:
+    """Making every layer MoE adds 3 x (MoE layer - dense layer): the first three layers are dense."""
+    all_moe = dataclasses.replace(DEEPSEEK_V3, moe_layers=61)
+    difference = total_params(all_moe) - total_params(DEEPSEEK_V3)
+    moe_mlp = 257 * 3 * 7168 * 2048 + 7168 * 256  # routed + shared experts, router
+    assert difference == 3 * (moe_mlp - 3 * 7168 * 18432)
+
+
+def test_shared_experts_are_active_for_every_token() -> None:
+    no_shared = dataclasses.replace(DEEPSEEK_V3, n_shared_experts=0)
+    per_layer = 3 * 7168 * 2048
+    assert active_params(DEEPSEEK_V3) - active_params(no_shared) == 58 * per_layer
+    assert total_params(DEEPSEEK_V3) - total_params(no_shared) == 58 * per_layer
+
+
+def test_extra_params_count_in_total_not_per_token() -> None:
+    """A vision tower (extra_params) is held with the weights but does not run per generated token."""
+    base = shape_from_architecture(next(m for m in TRANSFORMERS if m["id"] == "llama-3-1-8b")["architecture"])
+    with_vision = dataclasses.replace(base, extra_params=400_000_000)
+    assert total_params(with_vision) - total_params(base) == 400_000_000
+    assert active_params(with_vision) == active_params(base)
+    assert decode_params_read_per_token(with_vision) == decode_params_read_per_token(base)
+
+
+def test_qk_norm_adds_two_head_width_norms_per_layer() -> None:
+    base = shape_from_architecture(next(m for m in TRANSFORMERS if m["id"] == "llama-3-1-8b")["architecture"])
+    normed = dataclasses.replace(base, qk_norm=True)
+    assert total_params(normed) - total_params(base) == 32 * 2 * 128
+
+
+def test_linear_weights_of_latent_attention_leave_the_latent_norms_out() -> None:
+    dense = dataclasses.replace(
+        DEEPSEEK_V3,
+        n_experts=1,
+        experts_per_token=1,
+        moe_layers=None,
+        moe_intermediate_size=None,
+        n_shared_experts=0,
+    )
+    attention = attention_params_per_layer(dense) - 1536 - 512
+    assert linear_weight_params(dense) == 61 * (attention + 3 * 7168 * 18432)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"kv_lora_rank": 512, "qk_rope_head_dim": None}, "go together"),
+        ({"q_lora_rank": 1536, "kv_lora_rank": None, "qk_rope_head_dim": None, "v_head_dim": None}, "needs"),
+        ({"moe_layers": 62}, "cannot exceed"),
+        ({"qk_rope_head_dim": 192}, "below head_dim"),
+    ],
+)
+def test_latent_attention_and_moe_fields_are_checked(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(DEEPSEEK_V3, **changes)

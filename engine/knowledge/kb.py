@@ -310,6 +310,9 @@ def _references(entity: Entity) -> Iterator[tuple[Loc, str, str]]:
     elif isinstance(entity, Platform):
         for i, support in enumerate(entity.stacks):
             yield ("stacks", i, "stack"), "stacks", support.stack
+    elif isinstance(entity, Model):
+        if entity.native_precision is not None:
+            yield ("native_precision",), "precisions", entity.native_precision
     elif isinstance(entity, Offer):
         yield ("provider",), "providers", entity.provider
         yield ("gpu",), "gpus", entity.gpu

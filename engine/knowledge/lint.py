@@ -75,6 +75,23 @@ def value_problems(kb: KB, today: date | None) -> Iterator[Problem]:
             for loc, message, check, fix in _entity_findings(kb, entity, today):
                 path, line = kb.line(kind, entity_id, loc)
                 yield Problem(path, line, check, message, fix)
+    yield from _alias_problems(kb)
+
+
+def _alias_problems(kb: KB) -> Iterator[Problem]:
+    """A model name must lead to one model: aliases are compared case-insensitively with each other and
+    with every model id."""
+    owner: dict[str, str] = {model_id: model_id for model_id in kb.models}
+    for model_id, model in sorted(kb.models.items()):
+        for i, alias in enumerate(model.aliases):
+            key = alias.lower()
+            first = owner.setdefault(key, model_id)
+            if first == model_id and key != model_id:
+                continue
+            path, line = kb.line("models", model_id, ("aliases", i))
+            clash = "is this model's own id" if first == model_id else f"already names model {first!r}"
+            fix = "remove it or name the model it means"
+            yield Problem(path, line, "alias", f"alias {alias!r} {clash}", fix)
 
 
 Finding = tuple[Loc, str, str, str]

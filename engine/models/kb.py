@@ -447,6 +447,55 @@ class Architecture(TransformerDims):
     )
     type_vocab_size: Annotated[int, Field(ge=0)] = Field(0, description="BERT token-type embeddings")
     pooler: bool = Field(False, description="BERT pooler dense layer")
+    qk_norm: bool = Field(
+        False, description="an RMSNorm over head_dim on queries and keys in every layer (Qwen3, Gemma 3)"
+    )
+    moe_intermediate_size: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="MoE: width of each expert when it differs from the dense MLP; intermediate_size is then "
+        "the width of the dense layers (config moe_intermediate_size; Llama 4: intermediate_size, with "
+        "intermediate_size_mlp the dense width)",
+    )
+    n_shared_experts: Annotated[int, Field(ge=0)] = Field(
+        0, description="MoE: experts every token goes through beside the routed ones (DeepSeek-V3: 1)"
+    )
+    moe_layers: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="MoE: layers with the expert MLP (DeepSeek-V3: 61 - first_k_dense_replace 3 = 58); "
+        "default: all",
+    )
+    kv_lora_rank: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="multi-head latent attention: width of the cached key-value latent"
+    )
+    q_lora_rank: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="MLA: width of the query latent; absent when queries are projected directly"
+    )
+    qk_rope_head_dim: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="MLA: rotary part of each query/key head, cached once per token"
+    )
+    qk_nope_head_dim: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="MLA: non-rotary part of each query/key head; head_dim = nope + rope"
+    )
+    v_head_dim: Annotated[int, Field(ge=1)] | None = Field(None, description="MLA: width of each value head")
+    extra_params_count: Annotated[int, Field(ge=0)] = Field(
+        0,
+        description="parameters outside the language transformer described here (a vision encoder and "
+        "projector): held in memory, not run per token",
+    )
+
+    @model_validator(mode="after")
+    def _latent_attention(self) -> Architecture:
+        mla = (self.kv_lora_rank, self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim)
+        if any(v is not None for v in mla) and any(v is None for v in mla):
+            raise ValueError("kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim go together")
+        if self.q_lora_rank is not None and self.kv_lora_rank is None:
+            raise ValueError("q_lora_rank needs kv_lora_rank (multi-head latent attention)")
+        if self.qk_nope_head_dim is not None and self.qk_rope_head_dim is not None:
+            if self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim:
+                raise ValueError("with latent attention head_dim is qk_nope_head_dim + qk_rope_head_dim")
+            if self.n_kv_heads != self.n_heads:
+                raise ValueError("with latent attention n_kv_heads equals n_heads")
+        return self
 
     @model_validator(mode="after")
     def _consistent(self) -> Architecture:
@@ -458,7 +507,19 @@ class Architecture(TransformerDims):
             raise ValueError("sliding_window_layers needs sliding_window and at most n_layers layers")
         if self.n_experts is not None and (self.experts_per_token or 0) > self.n_experts:
             raise ValueError("experts_per_token cannot exceed n_experts")
+        moe_only = (self.moe_intermediate_size, self.moe_layers, self.n_shared_experts or None)
+        if self.n_experts is None and any(v is not None for v in moe_only):
+            raise ValueError("moe_intermediate_size, moe_layers and n_shared_experts need n_experts")
+        if self.moe_layers is not None and self.moe_layers > self.n_layers:
+            raise ValueError("moe_layers cannot exceed n_layers")
         return self
+
+
+ModelAlias = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$", max_length=120),
+    Field(description="a model name as people write it: `meta-llama/Llama-3.1-8B-Instruct`, `llama3.1:8b`"),
+]
 
 
 class Model(Entity):
@@ -477,6 +538,14 @@ class Model(Entity):
     context_length: Annotated[int, Field(ge=1)] | None = Field(None, description="context window, tokens")
     release_year: Annotated[int, Field(ge=2010, le=2100)] = Field(description="year of release")
     license: Name | None = Field(None, description="license name")
+    aliases: list[ModelAlias] = Field(
+        default_factory=list,
+        description="other names people use for this architecture: Hugging Face repo ids (base, instruct), "
+        "short names; matched case-insensitively, unique across the KB",
+    )
+    native_precision: EntityId | None = Field(
+        None, description="precision id of the released checkpoint (config torch_dtype), e.g. bf16"
+    )
     architecture: Architecture | None = Field(
         None,
         description="published hyper-parameters; absent: layer sizes are estimated from the parameter count",

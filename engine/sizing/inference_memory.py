@@ -127,13 +127,16 @@ def kv_cache_bytes(
     sliding_window: int | None = None,
     windowed_layers: int | None = None,
     tensor_parallel: int = 1,
+    tensors_per_head: int = 2,
 ) -> float:
     """KV cache for ``batch`` sequences of ``context_tokens`` tokens, per GPU (bytes).
 
     Formula: ``2 x sum_layers(min(context, window) for windowed layers else context) x kv_heads_per_gpu x
     head_dim x batch x bytes_per_element``, with ``kv_heads_per_gpu = ceil(n_kv_heads / tensor_parallel)``
     (heads are replicated when ``tensor_parallel`` exceeds them). ``windowed_layers`` defaults to all layers
-    when ``sliding_window`` is set. Llama-2-70B (80 layers, 8 KV heads, head_dim 128), 8192 tokens, batch 32,
+    when ``sliding_window`` is set. ``tensors_per_head`` is 2 (a key and a value); multi-head latent
+    attention caches one joint latent (1, with ``n_kv_heads`` 1 and ``head_dim`` the latent width).
+    Llama-2-70B (80 layers, 8 KV heads, head_dim 128), 8192 tokens, batch 32,
     fp16: 85.9 GB (guide G2's ~85 GB; see the module docstring).
     """
     layers = check_positive_int("n_layers", n_layers)
@@ -157,16 +160,17 @@ def kv_cache_bytes(
         raise ValueError("windowed_layers needs sliding_window")
     token_layers = (layers - windowed) * tokens + windowed * window_tokens
     heads_per_gpu = math.ceil(heads / tp)
-    return 2.0 * token_layers * heads_per_gpu * dim * b * per
+    tensors = check_positive_int("tensors_per_head", tensors_per_head)
+    return float(tensors) * token_layers * heads_per_gpu * dim * b * per
 
 
 def kv_cache_bytes_per_token(shape: TransformerShape, dtype: KvCacheDtype = "bf16") -> float:
     """KV cache per token of context, below any sliding window (bytes/token).
 
-    Formula: ``2 * n_layers * n_kv_heads * head_dim * bytes``. Llama-3.1-8B bf16: 131,072 B (128 KiB);
-    Llama-2-70B: 327,680 B.
+    Formula: ``n_layers * kv_elements_per_token_layer * bytes`` (``2 * n_kv_heads * head_dim``, or the MLA
+    latent). Llama-3.1-8B bf16: 131,072 B (128 KiB); Llama-2-70B: 327,680 B; DeepSeek-V3: 70,272 B.
     """
-    return 2.0 * shape.n_layers * shape.kv_dim * kv_cache_bytes_per_element(dtype)
+    return float(shape.n_layers * shape.kv_elements_per_token_layer) * kv_cache_bytes_per_element(dtype)
 
 
 def model_kv_cache_bytes(
@@ -178,17 +182,21 @@ def model_kv_cache_bytes(
     tensor_parallel: int = 1,
 ) -> float:
     """KV cache of a model given by its shape (bytes): :func:`kv_cache_bytes` with the shape's layers,
-    KV heads, head width and sliding window (all layers for Mistral 7B v0.1, half for Gemma-2)."""
+    KV heads, head width and sliding window (all layers for Mistral 7B v0.1, half for Gemma-2). A multi-head
+    latent attention model caches one latent of ``kv_lora_rank + qk_rope_head_dim`` per token and layer, the
+    same on every tensor-parallel GPU (vLLM and SGLang replicate it)."""
+    mla = shape.is_mla
     return kv_cache_bytes(
         shape.n_layers,
-        shape.n_kv_heads,
-        shape.head_dim,
+        1 if mla else shape.n_kv_heads,
+        shape.kv_elements_per_token_layer if mla else shape.head_dim,
         context_tokens,
         batch,
         bytes_per_element=kv_cache_bytes_per_element(dtype),
         sliding_window=shape.sliding_window,
         windowed_layers=shape.windowed_layers if shape.sliding_window is not None else None,
         tensor_parallel=tensor_parallel,
+        tensors_per_head=1 if mla else 2,
     )
 
 

@@ -27,12 +27,15 @@ __all__ = [
     "active_params",
     "attention_params_per_layer",
     "decode_params_read_per_token",
+    "dense_layer_params",
+    "dense_mlp_params",
     "embedding_params",
     "expert_params_per_layer",
     "input_embedding_params",
     "layer_params",
     "linear_weight_params",
     "lm_head_params",
+    "mla_attention_params_per_layer",
     "mlp_params_per_expert",
     "non_embedding_params",
     "norm_params_per_layer",
@@ -50,29 +53,63 @@ def attention_params_per_layer(shape: TransformerShape) -> int:
 
     Formula: ``h*q + 2*h*k + q*h`` + ``(q + 2k)`` if ``qkv_bias`` + ``h`` if ``o_bias``, with
     ``q = n_heads*head_dim`` and ``k = n_kv_heads*head_dim`` (GQA: K and V have ``n_kv_heads`` heads).
+    Multi-head latent attention is counted by :func:`mla_attention_params_per_layer`.
     Source: Ainslie et al. 2023, GQA (arXiv 2305.13245), Sec. 2.
     """
+    if shape.is_mla:
+        return mla_attention_params_per_layer(shape)
     h, q, k = shape.hidden_size, shape.q_dim, shape.kv_dim
     weights = h * q + 2 * h * k + q * h
     biases = (q + 2 * k if shape.qkv_bias else 0) + (h if shape.o_bias else 0)
     return weights + biases
 
 
+def mla_attention_params_per_layer(shape: TransformerShape) -> int:
+    """Multi-head latent attention parameters in one layer (count), as DeepSeek-V2/V3 build it.
+
+    Formula, with ``n`` heads, query/key head ``d = head_dim`` (no-rope + rope part ``r``), value head ``v``,
+    latent ranks ``c_kv`` and ``c_q``: queries ``h*c_q + c_q + c_q*n*d`` (down-projection, its RMSNorm,
+    up-projection; ``h*n*d`` when there is no query latent), keys and values ``h*(c_kv + r) + c_kv +
+    c_kv*n*(d - r + v)`` (joint down-projection with the shared rope key, its RMSNorm, up-projection to
+    no-rope keys and values), output ``n*v*h``. DeepSeek-V3 (h 7168, n 128, d 192, r 64, v 128, c_kv 512,
+    c_q 1536): 187,107,328. Source: DeepSeek-AI 2024, DeepSeek-V2 (arXiv 2405.04434), Sec. 2.1.2-2.1.3.
+    """
+    if shape.kv_lora_rank is None or shape.qk_rope_head_dim is None or shape.v_head_dim is None:
+        raise ValueError("multi-head latent attention needs kv_lora_rank, qk_rope_head_dim and v_head_dim")
+    h, n, d = shape.hidden_size, shape.n_heads, shape.head_dim
+    rope, v, c_kv = shape.qk_rope_head_dim, shape.v_head_dim, shape.kv_lora_rank
+    c_q = shape.q_lora_rank
+    queries = h * n * d if c_q is None else h * c_q + c_q + c_q * n * d
+    keys_values = h * (c_kv + rope) + c_kv + c_kv * n * (d - rope + v)
+    return queries + keys_values + n * v * h
+
+
+def _mlp_params(shape: TransformerShape, width: int) -> int:
+    h = shape.hidden_size
+    if shape.mlp == "gated":
+        return 3 * h * width + (2 * width + h if shape.mlp_bias else 0)
+    return 2 * h * width + (width + h if shape.mlp_bias else 0)
+
+
 def mlp_params_per_expert(shape: TransformerShape) -> int:
     """MLP parameters of one expert (the whole MLP for a dense model) (count).
 
-    Formula: gated ``3*h*i`` (+ ``2*i + h`` with ``mlp_bias``); dense ``2*h*i`` (+ ``i + h``).
+    Formula: gated ``3*h*i`` (+ ``2*i + h`` with ``mlp_bias``); dense ``2*h*i`` (+ ``i + h``), with ``i`` the
+    expert's width (``moe_intermediate_size`` where the model has one, else ``intermediate_size``).
     Source: Shazeer 2020, "GLU Variants Improve Transformer" (arXiv 2002.05202) for the three-matrix gated
     MLP; Vaswani et al. 2017 for the two-matrix MLP.
     """
-    h, i = shape.hidden_size, shape.intermediate_size
-    if shape.mlp == "gated":
-        return 3 * h * i + (2 * i + h if shape.mlp_bias else 0)
-    return 2 * h * i + (i + h if shape.mlp_bias else 0)
+    return _mlp_params(shape, shape.expert_size)
+
+
+def dense_mlp_params(shape: TransformerShape) -> int:
+    """MLP parameters of one dense (non-MoE) layer (count): as :func:`mlp_params_per_expert` with
+    ``intermediate_size`` (DeepSeek-V3's first three layers: ``3 x 7168 x 18432``)."""
+    return _mlp_params(shape, shape.intermediate_size)
 
 
 def router_params_per_layer(shape: TransformerShape) -> int:
-    """MoE router parameters in one layer (count): ``h * n_experts`` for an MoE layer, else 0.
+    """MoE router parameters in one MoE layer (count): ``h * n_experts``, else 0.
 
     Source: Jiang et al. 2024, Mixtral of Experts (arXiv 2401.04088), Sec. 2.1 (gating ``x W_g``).
     """
@@ -80,18 +117,21 @@ def router_params_per_layer(shape: TransformerShape) -> int:
 
 
 def expert_params_per_layer(shape: TransformerShape, *, active: bool = False) -> int:
-    """MLP parameters of one layer (count): ``n_experts`` experts, or ``experts_per_token`` if ``active``."""
+    """MLP parameters of one MoE layer (count): ``n_experts`` routed experts, or ``experts_per_token`` if
+    ``active``, plus the shared experts every token uses; for a dense model the one MLP."""
     experts = shape.experts_per_token if active else shape.n_experts
-    return experts * mlp_params_per_expert(shape)
+    return (experts + shape.n_shared_experts) * mlp_params_per_expert(shape)
 
 
 def norm_params_per_layer(shape: TransformerShape) -> int:
-    """Norm parameters in one layer (count): ``norms_per_layer * (h for RMSNorm, 2h for LayerNorm)``."""
-    return shape.norms_per_layer * _norm_size(shape)
+    """Norm parameters in one layer (count): ``norms_per_layer * (h for RMSNorm, 2h for LayerNorm)``, plus
+    ``2 * head_dim`` for the query and key norms of ``qk_norm`` models (Qwen3, Gemma 3)."""
+    return shape.norms_per_layer * _norm_size(shape) + (2 * shape.head_dim if shape.qk_norm else 0)
 
 
 def layer_params(shape: TransformerShape, *, active: bool = False) -> int:
-    """Parameters of one transformer layer (count); with ``active``, only the experts a token uses.
+    """Parameters of one transformer layer (count), the MoE kind for a mixture-of-experts model; with
+    ``active``, only the experts a token uses.
 
     Formula: attention + experts x MLP + router + norms (see the functions above).
     """
@@ -101,6 +141,18 @@ def layer_params(shape: TransformerShape, *, active: bool = False) -> int:
         + router_params_per_layer(shape)
         + norm_params_per_layer(shape)
     )
+
+
+def dense_layer_params(shape: TransformerShape) -> int:
+    """Parameters of one layer with a plain MLP of ``intermediate_size`` (count)."""
+    return attention_params_per_layer(shape) + dense_mlp_params(shape) + norm_params_per_layer(shape)
+
+
+def _stack_params(shape: TransformerShape, *, active: bool) -> int:
+    if not shape.is_moe:
+        return shape.n_layers * dense_layer_params(shape)
+    moe = shape.n_moe_layers * layer_params(shape, active=active)
+    return moe + shape.n_dense_layers * dense_layer_params(shape)
 
 
 def input_embedding_params(shape: TransformerShape) -> int:
@@ -137,23 +189,27 @@ def _head_and_tail(shape: TransformerShape) -> int:
 def total_params(shape: TransformerShape) -> int:
     """Total parameters (count), every expert included.
 
-    Formula: embeddings + ``n_layers`` x :func:`layer_params` + final norm + pooler.
-    Reproduces e.g. Llama-3.1-8B 8,030,261,248 and Mixtral-8x7B 46,702,792,704 exactly.
+    Formula: embeddings + MoE layers x :func:`layer_params` + dense layers x :func:`dense_layer_params`
+    + final norm + pooler + ``extra_params`` (a vision tower). Reproduces e.g. Llama-3.1-8B 8,030,261,248 and
+    Mixtral-8x7B 46,702,792,704 exactly.
     """
-    return embedding_params(shape) + shape.n_layers * layer_params(shape) + _head_and_tail(shape)
+    stack = _stack_params(shape, active=False)
+    return embedding_params(shape) + stack + _head_and_tail(shape) + shape.extra_params
 
 
 def active_params(shape: TransformerShape) -> int:
     """Parameters used per token (count): as :func:`total_params` but only ``experts_per_token`` experts.
 
-    Equal to :func:`total_params` for a dense model. Embedding tables are counted in full, as the MoE
+    Equal to :func:`total_params` for a dense text model (``extra_params``, a vision tower, runs once per
+    image, not per token, and is left out). Embedding tables are counted in full, as the MoE
     papers do (Mixtral 8x7B: 12.9B active of 46.7B). Source: Jiang et al. 2024 (arXiv 2401.04088).
     """
-    return embedding_params(shape) + shape.n_layers * layer_params(shape, active=True) + _head_and_tail(shape)
+    return embedding_params(shape) + _stack_params(shape, active=True) + _head_and_tail(shape)
 
 
 def non_embedding_params(shape: TransformerShape) -> int:
-    """Parameters outside the embedding tables and LM head (count), every expert included.
+    """Parameters outside the embedding tables and LM head (count), every expert and ``extra_params``
+    included.
 
     The quantity Kaplan et al. 2020 call N (Sec. 2.1) and model cards quote as "non-embedding".
     """
@@ -174,12 +230,20 @@ def decode_params_read_per_token(shape: TransformerShape) -> int:
 def linear_weight_params(shape: TransformerShape) -> int:
     """Weights of the linear projections inside the transformer layers, every expert included (count).
 
-    Formula: ``n_layers * (h*q + 2*h*k + q*h + n_experts * (3 or 2)*h*i)``. These are the matrices a
+    Formula: ``n_layers * (h*q + 2*h*k + q*h)`` (MLA: its projections) + dense layers x ``(3 or 2)*h*i``
+    + MoE layers x (routed + shared experts) x ``(3 or 2)*h*i_expert``. These are the matrices a
     weight-only quantizer converts (GPTQ, AWQ, bitsandbytes ``Linear4bit``); embeddings, the LM head (kept
-    16-bit by bitsandbytes, artidoro/qlora ``qlora.py`` and GPTQ/AWQ checkpoints), norms, biases and the
-    small MoE router stay in 16-bit.
+    16-bit by bitsandbytes, artidoro/qlora ``qlora.py`` and GPTQ/AWQ checkpoints), norms, biases, the
+    small MoE router and a vision tower stay in 16-bit.
     """
-    h, q, k, i = shape.hidden_size, shape.q_dim, shape.kv_dim, shape.intermediate_size
-    attention = h * q + 2 * h * k + q * h
-    mlp = shape.n_experts * (3 if shape.mlp == "gated" else 2) * h * i
-    return shape.n_layers * (attention + mlp)
+    h, q, k = shape.hidden_size, shape.q_dim, shape.kv_dim
+    if shape.is_mla:
+        latent_norms = (shape.q_lora_rank or 0) + (shape.kv_lora_rank or 0)
+        attention = mla_attention_params_per_layer(shape) - latent_norms
+    else:
+        attention = h * q + 2 * h * k + q * h
+    matrices = 3 if shape.mlp == "gated" else 2
+    dense = shape.n_dense_layers * matrices * h * shape.intermediate_size
+    experts_per_layer = shape.n_experts + shape.n_shared_experts
+    experts = shape.n_moe_layers * experts_per_layer * matrices * h * shape.expert_size
+    return shape.n_layers * attention + dense + experts

@@ -57,24 +57,24 @@ def lora_params(
 
     Formula: ``n_layers * sum_targets rank * (d_in + d_out)``: q ``h -> n_heads*head_dim``, k and v
     ``h -> n_kv_heads*head_dim``, o ``n_heads*head_dim -> h``, gate and up ``h -> i``, down ``i -> h``; MLP
-    targets count once per expert. ``gate`` is skipped for a dense (two-matrix) MLP, where ``up`` and
+    targets count once per expert (routed and shared) on MoE layers and once on dense layers.
+    ``gate`` is skipped for a dense (two-matrix) MLP, where ``up`` and
     ``down`` are its two projections. Source: Hu et al. 2021 (arXiv 2106.09685), Sec. 4.1.
     """
     r = check_positive_int("rank", rank)
     if isinstance(targets, str) or not targets:
         raise ValueError(f"targets must be a non-empty sequence of {list(LORA_TARGETS)}, got {targets!r}")
     chosen = {check_choice("targets", t, LORA_TARGETS) for t in targets}
-    h, q, k, i = shape.hidden_size, shape.q_dim, shape.kv_dim, shape.intermediate_size
-    sizes = {
-        "q": h + q,
-        "k": h + k,
-        "v": h + k,
-        "o": q + h,
-        "gate": (h + i) * shape.n_experts if shape.mlp == "gated" else 0,
-        "up": (h + i) * shape.n_experts,
-        "down": (i + h) * shape.n_experts,
-    }
-    return shape.n_layers * r * sum(sizes[t] for t in chosen)
+    h, q, k = shape.hidden_size, shape.q_dim, shape.kv_dim
+    # d_in + d_out of one MLP projection summed over the stack: the dense layers' MLPs and every expert
+    # (routed and shared) of the MoE layers.
+    mlp = shape.n_dense_layers * (h + shape.intermediate_size) + shape.n_moe_layers * (
+        shape.n_experts + shape.n_shared_experts
+    ) * (h + shape.expert_size)
+    attention = {"q": h + q, "k": h + k, "v": h + k, "o": q + h}
+    mlp_targets = {"gate": mlp if shape.mlp == "gated" else 0, "up": mlp, "down": mlp}
+    per_layer = sum(attention.get(t, 0) for t in chosen)
+    return r * (shape.n_layers * per_layer + sum(mlp_targets.get(t, 0) for t in chosen))
 
 
 @dataclass(frozen=True, slots=True)

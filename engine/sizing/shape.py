@@ -96,6 +96,27 @@ class TransformerShape:
     """Attention window in tokens, for the layers that use one."""
     sliding_window_layers: int | None = None
     """How many layers use the window (Gemma-2: half); ``None`` means all layers when a window is set."""
+    qk_norm: bool = False
+    """An RMSNorm over ``head_dim`` on queries and on keys in every layer (Qwen3, Gemma 3)."""
+    moe_intermediate_size: int | None = None
+    """Width of each expert when it differs from the dense MLP (DeepSeek-V3 2048, Qwen3-MoE); then
+    ``intermediate_size`` is the MLP width of the dense layers. ``None``: experts use
+    ``intermediate_size``."""
+    n_shared_experts: int = 0
+    """Experts every token goes through in each MoE layer, beside the routed ones (DeepSeek-V3: 1)."""
+    moe_layers: int | None = None
+    """Layers whose MLP is the mixture of experts (DeepSeek-V3: 58 of 61); ``None``: all layers (MoE)."""
+    kv_lora_rank: int | None = None
+    """Multi-head latent attention (DeepSeek-V2/V3): width of the compressed key-value latent cached."""
+    q_lora_rank: int | None = None
+    """MLA: width of the query latent; ``None``: queries are projected directly (DeepSeek-V2-Lite)."""
+    qk_rope_head_dim: int | None = None
+    """MLA: the rotary part of each query/key head, cached once per token beside the latent."""
+    v_head_dim: int | None = None
+    """MLA: width of each value head; ``head_dim`` is the query/key head (no-rope part + rope part)."""
+    extra_params: int = 0
+    """Parameters outside the transformer described here (a vision encoder and its projector), held in memory
+    with the weights but not run per generated token."""
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim", "intermediate_size"):
@@ -118,6 +139,7 @@ class TransformerShape:
             raise ValueError(
                 f"experts_per_token ({self.experts_per_token}) cannot exceed n_experts ({self.n_experts})"
             )
+        self._check_moe_and_mla()
         if self.sliding_window is not None:
             check_positive_int("sliding_window", self.sliding_window)
         if self.sliding_window_layers is not None:
@@ -129,6 +151,36 @@ class TransformerShape:
                     f"sliding_window_layers ({self.sliding_window_layers}) cannot exceed "
                     f"n_layers ({self.n_layers})"
                 )
+
+    def _check_moe_and_mla(self) -> None:
+        if not isinstance(self.qk_norm, bool):
+            raise ValueError(f"qk_norm must be a bool, got {self.qk_norm!r}")
+        check_non_negative_int("n_shared_experts", self.n_shared_experts)
+        check_non_negative_int("extra_params", self.extra_params)
+        for name in (
+            "moe_intermediate_size",
+            "moe_layers",
+            "kv_lora_rank",
+            "q_lora_rank",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ):
+            if getattr(self, name) is not None:
+                check_positive_int(name, getattr(self, name))
+        if self.moe_layers is not None and self.moe_layers > self.n_layers:
+            raise ValueError(f"moe_layers ({self.moe_layers}) cannot exceed n_layers ({self.n_layers})")
+        mla = (self.kv_lora_rank, self.qk_rope_head_dim, self.v_head_dim)
+        if any(v is not None for v in mla) and any(v is None for v in mla):
+            raise ValueError(
+                "kv_lora_rank, qk_rope_head_dim and v_head_dim go together (multi-head latent attention)"
+            )
+        if self.q_lora_rank is not None and self.kv_lora_rank is None:
+            raise ValueError("q_lora_rank needs kv_lora_rank (multi-head latent attention)")
+        if self.qk_rope_head_dim is not None and self.qk_rope_head_dim >= self.head_dim:
+            raise ValueError(
+                f"qk_rope_head_dim ({self.qk_rope_head_dim}) must be below head_dim ({self.head_dim}), "
+                "the no-rope and rope parts together"
+            )
 
     @property
     def q_dim(self) -> int:
@@ -143,6 +195,37 @@ class TransformerShape:
     @property
     def is_moe(self) -> bool:
         return self.n_experts > 1
+
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention: keys and values are cached as one compressed latent per token."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def expert_size(self) -> int:
+        """Width of one expert's MLP (the dense MLP's width when the model has no separate expert width)."""
+        return self.moe_intermediate_size or self.intermediate_size
+
+    @property
+    def n_moe_layers(self) -> int:
+        """Layers with the mixture-of-experts MLP (0 for a dense model)."""
+        if not self.is_moe:
+            return 0
+        return self.n_layers if self.moe_layers is None else self.moe_layers
+
+    @property
+    def n_dense_layers(self) -> int:
+        """Layers with a plain MLP of ``intermediate_size``."""
+        return self.n_layers - self.n_moe_layers
+
+    @property
+    def kv_elements_per_token_layer(self) -> int:
+        """Elements cached per token and layer: ``2 * n_kv_heads * head_dim`` (a key and a value per KV
+        head), or for MLA the latent plus the shared rope key, ``kv_lora_rank + qk_rope_head_dim``
+        (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1.2-2.1.3: 576 for V3, against 2 x 128 x 192 = 49,152)."""
+        if self.kv_lora_rank is not None and self.qk_rope_head_dim is not None:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.kv_dim
 
     @property
     def windowed_layers(self) -> int:
@@ -160,6 +243,11 @@ def _required(arch: Mapping[str, object], key: str) -> object:
 
 def _int_field(arch: Mapping[str, object], key: str) -> int:
     return check_positive_int(key, _required(arch, key))
+
+
+def _optional_int(arch: Mapping[str, object], key: str) -> int | None:
+    value = arch.get(key)
+    return None if value is None else check_positive_int(key, value)
 
 
 def shape_from_architecture(arch: Mapping[str, object], *, kind: str = "decoder") -> TransformerShape:
@@ -218,6 +306,15 @@ def shape_from_architecture(arch: Mapping[str, object], *, kind: str = "decoder"
         experts_per_token=experts_per_token,
         sliding_window=window,
         sliding_window_layers=window_layers,
+        qk_norm=bool(arch.get("qk_norm", False)),
+        moe_intermediate_size=_optional_int(arch, "moe_intermediate_size"),
+        n_shared_experts=check_non_negative_int("n_shared_experts", arch.get("n_shared_experts") or 0),
+        moe_layers=_optional_int(arch, "moe_layers"),
+        kv_lora_rank=_optional_int(arch, "kv_lora_rank"),
+        q_lora_rank=_optional_int(arch, "q_lora_rank"),
+        qk_rope_head_dim=_optional_int(arch, "qk_rope_head_dim"),
+        v_head_dim=_optional_int(arch, "v_head_dim"),
+        extra_params=check_non_negative_int("extra_params_count", arch.get("extra_params_count") or 0),
     )
 
 

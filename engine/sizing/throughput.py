@@ -267,7 +267,7 @@ def moe_decode_params_read(shape: TransformerShape, batch: int = 1) -> float:
     """Parameters read per decode step for a batch of ``batch`` sequences (count).
 
     Formula: :func:`~engine.sizing.params.decode_params_read_per_token` (active parameters at batch 1) plus
-    ``n_layers x (expected experts - experts_per_token) x expert parameters``. A dense model reads the same
+    ``MoE layers x (expected experts - experts_per_token) x expert parameters``. A dense model reads the same
     parameters at any batch. Mixtral 8x7B: 12.7B at batch 1, 42B at batch 8, 46B at batch 16.
     """
     b = check_positive_int("batch", batch)
@@ -277,4 +277,4 @@ def moe_decode_params_read(shape: TransformerShape, batch: int = 1) -> float:
     extra_experts = (
         moe_expected_experts(shape.n_experts, shape.experts_per_token, b) - shape.experts_per_token
     )
-    return base + shape.n_layers * extra_experts * mlp_params_per_expert(shape)
+    return base + shape.n_moe_layers * extra_experts * mlp_params_per_expert(shape)
