@@ -23,7 +23,7 @@ from engine.models.kb import KIND_MODELS
 from engine.models.rule import Rule
 from engine.planning.workload import InvalidRequest
 from engine.reasoning.engines import EngineConfigError, make_engine
-from engine.reasoning.ruledocs import new_rule_path, rules_markdown, scaffold
+from engine.reasoning.ruledocs import new_rule_path, rules_markdown, scaffold, with_attribute_tables
 from engine.reasoning.rules import read_rules, run_rule_cases
 from engine.recommend import load_advisor
 
@@ -116,7 +116,9 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--check", action="store_true", help="only check that the files are up to date")
     schema.set_defaults(handler=_schema)
 
-    docs = kb.add_parser("docs", help="write docs/rules.md from the rule files")
+    docs = kb.add_parser(
+        "docs", help="write docs/rules.md from the rule files, and the attribute tables of docs/rule-facts.md"
+    )
     _rules_option(docs)
     docs.add_argument("--out", type=Path, default=paths.PROJECT_ROOT / "docs" / "rules.md")
     docs.add_argument("--check", action="store_true", help="only check that the file is up to date")
@@ -270,16 +272,28 @@ def _docs(args: argparse.Namespace) -> int:
         _print_problems(problems)
         return EXIT_PROBLEMS
     out: Path = args.out
-    current = out.read_text(encoding="utf-8") if out.exists() else None
+    documents = {out: text}
+    facts = out.parent / "rule-facts.md"
+    if facts.exists():
+        documents[facts] = with_attribute_tables(facts.read_text(encoding="utf-8"))
+    stale = [path for path, wanted in documents.items() if _read(path) != wanted]
     if args.check:
-        if current != text:
-            print(f"out of date: {out.name} (run `gpu-advisor kb docs`)", file=sys.stderr)
+        for path in stale:
+            print(f"out of date: {path.name} (run `gpu-advisor kb docs`)", file=sys.stderr)
+        if stale:
             return EXIT_PROBLEMS
-        print(f"{out.name} is up to date")
+        print(f"{', '.join(path.name for path in documents)} up to date")
         return EXIT_OK
-    out.write_text(text, encoding="utf-8")
-    print(f"{out.name} written")
+    for path in stale:
+        path.write_text(documents[path], encoding="utf-8")
+        print(f"{path.name} written")
+    if not stale:
+        print(f"{', '.join(path.name for path in documents)} up to date")
     return EXIT_OK
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.exists() else None
 
 
 def _new_rule(args: argparse.Namespace) -> int:

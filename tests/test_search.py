@@ -185,6 +185,19 @@ GRID = [
     for size in (0.3, 8.0, 70.0)
     for acquisition in ("buy", "rent", "any")
     for obj in ("balanced", "cheapest")
+] + [
+    # a stated utilisation fixes a rented option's busy hours before sizing; a requested precision
+    # bounds the peak a run's hours are floored by
+    {
+        "workload": {"task": task, "params_b": 8.0, "training_tokens_b": 2.0, **precision},
+        "constraints": {"acquisition": acquisition, **use},
+        "objective": obj,
+    }
+    for task in ("lora", "full_finetune")
+    for precision in ({}, {"precision": "fp8"})
+    for use in ({}, {"utilization_pct": 30})
+    for acquisition in ("rent", "any")
+    for obj in ("balanced", "cheapest")
 ]
 
 

@@ -68,12 +68,37 @@ PriceKind = Literal["new", "used", "msrp", "estimate"]
 
 
 class Price(Strict):
-    """A purchase price for one unit (one card, one machine, or 1/8 of an 8-GPU server)."""
+    """A purchase price for one unit (one card, one machine, or 1/8 of an 8-GPU server): the figure
+    the answer costs with, and the range buyers saw around it."""
 
-    price_usd: NonNegativeFloat = Field(description="price of one unit, US dollars")
+    price_usd: NonNegativeFloat = Field(description="price of one unit, US dollars (the figure used)")
+    low_usd: NonNegativeFloat | None = Field(
+        None, description="low end of the prices seen for one unit, US dollars (with high_usd)"
+    )
+    high_usd: NonNegativeFloat | None = Field(
+        None, description="high end of the prices seen for one unit, US dollars (with low_usd)"
+    )
     kind: PriceKind = Field(description="new | used | msrp (list price) | estimate")
     as_of: date = Field(description="date the price was seen")
     note: Text | None = Field(None, description="where and how the price was found")
+    range_note: Text | None = Field(None, description="where the low and high figures come from")
+
+    @model_validator(mode="after")
+    def _range_around_the_price(self) -> Price:
+        if (self.low_usd is None) != (self.high_usd is None):
+            raise ValueError("low_usd and high_usd go together")
+        low, high = self.low_usd, self.high_usd
+        if low is not None and high is not None and not low <= self.price_usd <= high:
+            raise ValueError("the range must hold the price: low_usd <= price_usd <= high_usd")
+        return self
+
+    @property
+    def low(self) -> float:
+        return self.price_usd if self.low_usd is None else self.low_usd
+
+    @property
+    def high(self) -> float:
+        return self.price_usd if self.high_usd is None else self.high_usd
 
 
 class Gpu(Entity):

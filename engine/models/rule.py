@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, StrictBool, StrictInt, StrictStr, Tag, model_validator
 
+from engine.models.attributes import ATTRIBUTE_NAMES
 from engine.models.kb import Name, Strict, Text, Url
 
 FactName = Annotated[
@@ -147,52 +148,11 @@ def facts_in(when: When) -> list[tuple[str, bool]]:
 
 # --- Actions ---------------------------------------------------------------------------------
 
-OptionAttribute = Literal[
-    # the hardware option, known before sizing
-    "gpu",
-    "gpu_class",
-    "vendor",
-    "sold_as",
-    "form_factor",
-    "platform",
-    "interconnect",
-    "tensor_parallel_suitable",
-    "compute_capability",
-    "bf16_native",
-    "fp8_native",
-    "vram_per_gpu_gb",
-    "nodes",
-    "acquisition",
-    "price_kind",
-    "pricing",
-    "provider",
-    "provider_hosts",
-    "provider_kind",
-    "vendor_allowed",
-    "provider_allowed",
-    "usable_from_os",
-]
-PlanAttribute = Literal[
-    # the plan, known once sized
-    "method",
-    "precision",
-    "method_changed",
-    "precision_changed",
-    "precision_native",
-    "strategy",
-    "tp_degree",
-    "offload",
-    "fits",
-    "within_budget",
-    "strategy_allowed",
-    "finishes_in_time",
-    "fast_enough_per_user",
-    # the GPU count and the checks on it: known before sizing, unless a serving fleet adds copies
-    "gpu_count",
-    "within_max_gpus",
-    "matches_gpu_count",
-]
-CandidateAttribute = Literal[OptionAttribute, PlanAttribute]
+if TYPE_CHECKING:
+    CandidateAttribute = str
+else:
+    # the names of engine/models/attributes.py, the one registry (a Literal, so the rule schema lists them)
+    CandidateAttribute = Literal[ATTRIBUTE_NAMES]
 """What `require` / `exclude` / `prefer` may filter candidates on (docs/rule-facts.md)."""
 
 

@@ -16,6 +16,7 @@ from functools import cached_property, lru_cache
 from math import ceil
 from types import MappingProxyType
 
+from engine.models.attributes import PLAN_ATTRIBUTES
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
 from engine.planning.candidates import Option
@@ -31,7 +32,6 @@ from engine.planning.performance import (
 )
 from engine.planning.workload import Job
 from engine.reasoning.policy import (
-    PLAN_ATTRIBUTES,
     Filter,
     Policy,
     Preference,

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from engine.knowledge.graph import KBGraph
+from engine.models.attributes import PLAN_ATTRIBUTES
 from engine.planning.candidates import Context, Option, options
 from engine.planning.measures import complexity_of, preference_factor
 from engine.planning.performance import peak_flops
 from engine.planning.planner import Candidate, Planner, Rejection
-from engine.reasoning.policy import PLAN_ATTRIBUTES, Filter
+from engine.reasoning.policy import Filter
 from engine.sizing.conventions import MFU, TRAINING_FLOPS_PER_PARAM_TOKEN
 
 OPTION_CACHE_SIZE = 256
@@ -139,7 +140,7 @@ class Searcher:
             for option in cheapest:
                 self._plan_into(planner, option, found, rejected)
         else:
-            self._plan_one_node(planner, [o for o in cheapest if o.nodes == 1], found, rejected)
+            self._plan_per_gpu(planner, [o for o in cheapest if o.nodes == 1], found, rejected)
         one_node = {
             (c.option.gpu.id, c.option.acquisition)
             for c in found
@@ -149,13 +150,15 @@ class Searcher:
             if option.nodes > 1 and not fastest and (option.gpu.id, option.acquisition) not in one_node:
                 self._plan_into(planner, option, found, rejected)
 
-    def _plan_one_node(
+    def _plan_per_gpu(
         self, planner: Planner, options: list[Option], found: list[Candidate], rejected: list[Rejection]
     ) -> None:
-        """Plan one-node options, fewest GPUs first per GPU model, acquisition and pricing. An option
-        whose least possible measure (`measure_floor`) is above that of a plan already found on
-        fewer of the same GPUs, got the same way, is not planned: the ranking keeps one option per
-        GPU, acquisition, pricing, method and precision, the best, and it cannot be that one."""
+        """Plan options per GPU model, acquisition and pricing, fewest GPUs first. An option whose
+        least possible measure (`measure_floor`) is above that of a plan already found on fewer of
+        the same GPUs, got the same way, is not planned: the ranking keeps one option per GPU,
+        acquisition, pricing, method and precision, the best, and it cannot be that one. (Not for
+        `fastest`, where more GPUs are what can be better: skipping the smaller counts would also
+        drop their rejections from the answer.)"""
         objective = planner.request.objective
         floor_of = measure_floor(planner, objective)
         best: dict[tuple[str, str, str], float] = {}
@@ -309,7 +312,10 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     floor, times the balanced GPU and node factor, times the largest bonus the preferences give
     (the serving speed factor is at least 1)."""
     job = planner.job
-    busy = None if job.training_tokens is not None else planner.usage(job.job_hours).busy_hours
+    # A stated utilisation fixes the busy hours whatever the run takes; without one a run with a token
+    # count pays for its own hours, known only once sized.
+    tokens_decide = job.training_tokens is not None and job.utilization is None
+    busy = None if tokens_decide else planner.usage(job.job_hours).busy_hours
     # the preferences that could favour an option: their tests on the option's own attributes pass
     favouring = [
         (p.weight, tuple((name, holds) for name, holds in p.tests if name not in PLAN_ATTRIBUTES))
@@ -319,19 +325,24 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     balanced = objective == "balanced"
     # A rented run with no utilisation stated pays for its own hours, which are at least its
     # compute at the GPU's highest dense peak (every plan adds communication to that).
+    tokens = job.training_tokens
     run_flops = (
-        job.training_tokens * TRAINING_FLOPS_PER_PARAM_TOKEN * job.active_params
-        if job.training_tokens is not None and job.utilization is None and job.task != "inference"
+        tokens * TRAINING_FLOPS_PER_PARAM_TOKEN * job.active_params
+        if tokens is not None and job.utilization is None and job.task != "inference"
         else None
     )
+    # The compute formats a plan may use: only the requested one while only plans as asked are sized
+    # (QLoRA computes in 16-bit whatever is asked); else the fastest the GPU has.
+    requested = job.requested_precision or planner.base_precision
+    formats = (requested,) if planner.as_asked_only and job.task != "qlora" else ("fp8", "bf16")
 
     def floor(option: Option) -> float:
         factor = complexity_of(option.count, option.nodes) if balanced else 1.0
         least = _cost_floor(option, busy)
         if run_flops is not None and option.acquisition == "rent":
-            peak = max(
-                (p for p in (peak_flops(option.gpu, "fp8"), peak_flops(option.gpu, "bf16")) if p), default=0
-            )
+            # a run's compute at the highest peak its plans may use, on every GPU of the option (a
+            # plan adds communication to it, and uses at most that many GPUs)
+            peak = max((p for p in (peak_flops(option.gpu, f) for f in formats) if p), default=0)
             if peak > 0:
                 hours = run_flops / (option.count * peak * MFU) / 3600.0
                 least = option.hourly_rent_usd * min(hours, job.horizon_hours)

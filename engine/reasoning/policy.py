@@ -11,9 +11,10 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, get_args
+from typing import Any
 
-from engine.models.rule import CandidateAttribute, Comparisons, PlanAttribute, Rule, Scalar
+from engine.models.attributes import PLAN_ATTRIBUTES
+from engine.models.rule import CandidateAttribute, Comparisons, Rule, Scalar
 from engine.reasoning.conditions import Facts, compare, render
 from engine.reasoning.refengine import Outcome
 
@@ -24,10 +25,6 @@ SourcedTest = tuple[str, "Callable[[Scalar], bool]", bool]
 """A `Test` and whether its attribute is a plan's (PLAN_ATTRIBUTES) rather than the option's: the
 planner tests hundreds of plans per request, so where each attribute lives is settled once."""
 OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in")
-
-PLAN_ATTRIBUTES: frozenset[str] = frozenset(get_args(PlanAttribute))
-"""Attributes known only once a plan is sized (a filter on any of them is checked per plan). A serving
-fleet's size, hence `gpu_count`, is known only then."""
 
 
 @dataclass(frozen=True)

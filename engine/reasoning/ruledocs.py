@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from engine.models.attributes import attribute_tables
 from engine.models.rule import AllOf, AnyOf, Condition, Rule, When
 from engine.models.service import RuleAction, RuleDetail, RuleSummary
 
@@ -48,6 +49,21 @@ def rules_markdown(rules: Sequence[Rule], categories: dict[str, str]) -> str:
         for rule in sorted(by_category[category], key=lambda r: r.id):
             lines += _rule_section(rule)
     return "\n".join(lines).rstrip() + "\n"
+
+
+GENERATED_BEGIN = (
+    "<!-- GENERATED from engine/models/attributes.py by `gpu-advisor kb docs`; do not edit. -->\n"
+)
+GENERATED_END = "<!-- END GENERATED -->\n"
+
+
+def with_attribute_tables(rule_facts: str) -> str:
+    """docs/rule-facts.md with its candidate-attribute tables rebuilt from the registry (between the
+    GENERATED markers; a text without them is returned as it is)."""
+    start, end = rule_facts.find(GENERATED_BEGIN), rule_facts.find(GENERATED_END)
+    if start < 0 or end < start:
+        return rule_facts
+    return rule_facts[: start + len(GENERATED_BEGIN)] + attribute_tables() + rule_facts[end:]
 
 
 def _rule_section(rule: Rule) -> list[str]:

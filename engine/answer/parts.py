@@ -1,0 +1,228 @@
+"""The parts of an answer built from ranked candidates: each recommendation with its memory, speed,
+cost, why and citations; the notable rejections; the warnings and assumptions the figures rest on."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from engine.answer.explain import TASK_WORDS, citation_text, reasons, relevant_steps, why
+from engine.answer.ranking import Ranked
+from engine.models.response import Cost, GpuMemory, Recommendation, Rejected, Throughput
+from engine.models.rule import Rule
+from engine.planning.economics import DEFAULT_UTILIZATION
+from engine.planning.planner import Candidate, Rejection
+from engine.planning.requirements import workload_assumptions
+from engine.planning.workload import Job
+from engine.reasoning.policy import Policy
+from engine.reasoning.refengine import Outcome
+from engine.sizing import CONVENTIONS, GB
+from engine.sizing.training_memory import model_state_bytes_per_param
+
+MAX_REJECTED = 15
+REJECTED_PER_RULE = 3
+
+
+def recommendation(
+    rank_no: int, ranked: Ranked, policy: Policy, outcome: Outcome, job: Job, rules_by_id: Mapping[str, Rule]
+) -> Recommendation:
+    c = ranked.candidate
+    option, layout, memory = c.option, c.spec.layout, c.memory
+    steps = relevant_steps(c, policy, outcome)
+    step_rules = {firing.step: firing.rule for firing in outcome.firings}
+    citations: list[str] = []
+    for step in steps:
+        for citation in rules_by_id[step_rules[step]].citations:
+            text = citation_text(citation)
+            if text not in citations:
+                citations.append(text)
+    return Recommendation(
+        rank=rank_no,
+        score=round(ranked.score, 4),
+        gpu=option.gpu.id,
+        gpu_name=option.gpu.name,
+        gpu_count=c.gpu_count,
+        nodes=option.nodes * c.copies,
+        vram_per_gpu_gb=float(c.attrs["vram_per_gpu_gb"]),
+        interconnect=option.interconnect,
+        platform=option.platform,
+        os_path=option.os_path,
+        acquisition=option.acquisition,
+        provider=option.offer.provider if option.offer else None,
+        instance_type=option.offer.instance_type if option.offer else None,
+        pricing=option.pricing,
+        price_kind=option.price_kind,
+        precision=layout.precision,
+        method=layout.method,
+        parallelism=list(c.spec.parallelism),
+        tp_degree=layout.tp if layout.split == "tensor" else 1,
+        offload=layout.offload,
+        memory=GpuMemory(
+            per_gpu_gb=gb(memory.total),
+            headroom_pct=round(c.headroom_pct, 1),
+            fits=True,
+            weights_per_gpu_gb=gb(memory.weights),
+            gradients_per_gpu_gb=gb(memory.gradients),
+            optimizer_per_gpu_gb=gb(memory.optimizer),
+            activations_per_gpu_gb=gb(memory.activations),
+            kv_cache_per_gpu_gb=gb(memory.kv_cache),
+            overhead_per_gpu_gb=gb(memory.overhead),
+        ),
+        throughput=throughput_of(c),
+        cost=cost_of(c),
+        why=why(c, policy, reasons(c, policy, job)),
+        trace_steps=steps,
+        citations=citations,
+    )
+
+
+def rejected(rejections: Sequence[Rejection]) -> list[Rejected]:
+    """A few notable rejections per rule: distinct GPUs, the highest-bandwidth first (the hardware
+    people ask about), so the reader sees what each rule ruled out."""
+    by_rule: dict[str, list[Rejection]] = {}
+    for rejection in rejections:
+        by_rule.setdefault(rejection.rule, []).append(rejection)
+    picked: list[Rejected] = []
+    for rule in sorted(by_rule):
+        # per GPU, its first rejection with the fewest GPUs (then acquisition); then the GPUs
+        # with the most bandwidth (one pass and a sort of GPUs, not of every rejection)
+        per_gpu: dict[str, Rejection] = {}
+        for rejection in by_rule[rule]:
+            held = per_gpu.get(rejection.option.gpu.id)
+            if held is None or (rejection.option.count, rejection.option.acquisition) < (
+                held.option.count,
+                held.option.acquisition,
+            ):
+                per_gpu[rejection.option.gpu.id] = rejection
+        chosen = sorted(
+            per_gpu.values(), key=lambda r: (-r.option.gpu.memory_bandwidth_gbs, r.option.gpu.id)
+        )[:REJECTED_PER_RULE]
+        for rejection in chosen:
+            option = rejection.option
+            picked.append(
+                Rejected(
+                    gpu=option.gpu.id,
+                    gpu_count=option.count,
+                    acquisition=option.acquisition,
+                    provider=option.offer.provider if option.offer else None,
+                    reason=rejection.reason,
+                    rule=rejection.rule,
+                )
+            )
+    return picked[:MAX_REJECTED]
+
+
+def warnings(job: Job, policy: Policy) -> list[str]:
+    found: list[str] = []
+    for notice in policy.notices:
+        if notice.message not in found:
+            found.append(notice.message)
+    if job.architecture_source == "estimated":
+        found.append(
+            "The layer sizes were estimated from the parameter count (multi-head attention assumed): "
+            "give `model` or `architecture` for exact activation and KV-cache figures."
+        )
+    found.extend(architecture_warnings(job))
+    return found
+
+
+def assumptions(job: Job, policy: Policy) -> dict[str, float | str]:
+    found: dict[str, float | str] = {c.name: c.value for c in CONVENTIONS}
+    found["training_bytes_per_param"] = model_state_bytes_per_param(job.optimizer)
+    headroom = policy.facts.get("plan.memory_headroom_pct", 0)
+    found["memory_headroom_pct"] = float(headroom) if isinstance(headroom, int | float) else 0.0
+    found["architecture"] = job.architecture_source
+    found.update(workload_assumptions(job))
+    for filled in job.filled:
+        found[f"architecture.{filled.field}"] = filled.note
+    serving = job.serving
+    if serving is not None and serving.requests_per_min is None:
+        found["serving.requests_per_min"] = "absent: a single stream (one user), no fleet sizing"
+    elif serving is not None and "avg_output_tokens" in serving.defaulted:
+        found["serving.avg_output_tokens"] = float(serving.avg_output_tokens)  # sizes the demand
+    if job.always_on:
+        found["utilization_source"] = (
+            "a service with stated traffic or an availability target runs, and a rental is billed, "
+            "every hour (100%); give constraints.utilization_pct to change it"
+        )
+    if job.utilization is None:
+        found["default_utilization_pct"] = DEFAULT_UTILIZATION * 100
+    return found
+
+
+def architecture_warnings(job: Job) -> list[str]:
+    """What a partial architecture's filled sizes do to the figures: the KV cache (2 L n_kv_heads
+    head_dim bytes per token) moves with each of them that was assumed or estimated."""
+    found: list[str] = []
+    by_field = {f.field: f for f in job.filled}
+    kv_heads = by_field.get("n_kv_heads")
+    if kv_heads is not None:
+        found.append(
+            f"`architecture` gives no n_kv_heads: multi-head attention is assumed (n_kv_heads = n_heads "
+            f"= {kv_heads.value}). Grouped-query models (Llama 3, Mistral, Qwen 2) have fewer key/value "
+            "heads, so for them the KV cache here is overstated n_heads / n_kv_heads times (4x for "
+            "Llama 3 8B): give n_kv_heads for an exact figure."
+        )
+    estimated = [f.field for f in job.filled if f.kv_cache and f.field != "n_kv_heads"]
+    if estimated:
+        found.append(
+            f"`architecture` gives no {' or '.join(estimated)}: estimated from the parameter count "
+            "(see `assumptions`). The KV cache (2 x n_layers x n_kv_heads x head_dim values per token) "
+            "moves with them: give them for an exact figure."
+        )
+    return found
+
+
+def throughput_of(c: Candidate) -> Throughput:
+    return Throughput(
+        tokens_per_s=round(c.speed.tokens_per_s, 2),
+        aggregate_tokens_per_s=round(c.speed.aggregate_tokens_per_s * c.copies, 2),
+        max_concurrent_sequences=(
+            None if c.speed.max_concurrent_sequences is None else c.speed.max_concurrent_sequences * c.copies
+        ),
+        training_hours=None if c.speed.training_hours is None else round(c.speed.training_hours, 2),
+    )
+
+
+def cost_of(c: Candidate) -> Cost:
+    costs = c.costs
+    return Cost(
+        capex_usd=round(costs.capex_usd, 2),
+        hourly_usd=round(costs.hourly_usd, 4),
+        monthly_usd=round(costs.monthly_usd, 2),
+        cost_per_1m_tokens_usd=rounded(costs.cost_per_1m_tokens_usd, 4),
+        gpu_hours=rounded(costs.gpu_hours, 2),
+        run_cost_usd=rounded(costs.run_cost_usd, 2),
+        break_even_hours=rounded(costs.break_even_hours, 0),
+        horizon_cost_usd=round(costs.horizon_cost_usd, 2),
+        rent_cost_over_horizon_usd=rounded(costs.rent_cost_over_horizon_usd, 2),
+    )
+
+
+def planned_checkpointing(top: Sequence[Ranked], job: Job) -> bool | None:
+    """Whether the first recommendation, when it runs the requested method, checkpoints activations."""
+    if not top or top[0].candidate.spec.layout.method != job.task:
+        return None
+    return top[0].candidate.spec.layout.checkpointing
+
+
+def task_title(method: str) -> str:
+    return method.replace("_", " ").capitalize()
+
+
+def substitute_words(candidate: Candidate, task: str, precision: str) -> str:
+    """Words for a plan that changes the requested method or precision ("" for one that keeps them)."""
+    attrs = candidate.plan_attrs
+    if attrs.get("method_changed"):
+        method = str(attrs["method"])
+        return f" (not as asked: {TASK_WORDS.get(method, method)} instead of {TASK_WORDS.get(task, task)})"
+    if attrs.get("precision_changed"):
+        return f" (not as asked: {attrs['precision']} instead of {precision})"
+    return ""
+
+
+def gb(value: float) -> float:
+    return round(value / GB, 3)
+
+
+def rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)

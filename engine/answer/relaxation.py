@@ -1,0 +1,49 @@
+"""The way out of an infeasible request, in words: the request field to relax and what it buys
+(the choice is engine/planning/way_out.py's)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.answer.explain import hardware, plan_words
+from engine.answer.explain import money as money_text
+from engine.models.response import Relaxation
+from engine.models.rule import Rule, facts_in
+from engine.planning.economics import spend
+from engine.planning.way_out import WayOut
+
+INPUT_OF_SIZING_FACT = {
+    "sizing.deadline_hours": "workload.job_hours",
+    "sizing.per_user_tokens_per_s": "workload.serving.min_tokens_per_s_per_user",
+}
+"""the request field behind a sizing fact a rule reads, for naming what to relax"""
+
+
+def relaxation_of(way_out: WayOut, rules: Sequence[Rule], objective: str) -> Relaxation:
+    found = way_out.candidate
+    constraint = constraint_of(rules, way_out.rule)
+    spent = money_text(spend(found.costs, found.option.acquisition))
+    if way_out.more_time:
+        hours = found.speed.training_hours or 0.0
+        what = "more time and a bigger budget help" if len(way_out.lifted) > 1 else "more time helps"
+        message = (
+            f"Only {what}: the fastest option, {hardware(found)}, {plan_words(found)}, "
+            f"takes {hours:,.0f} h ({hours / 24:,.0f} days) and spends {spent}."
+        )
+    else:
+        way = "best" if objective == "balanced" else "cheapest"
+        message = (
+            f"The {way} way out is relaxing {constraint} (rule {way_out.rule}): {hardware(found)}, "
+            f"{plan_words(found)}, spending {spent}."
+        )
+    return Relaxation(constraint=constraint, rule=way_out.rule, message=message)
+
+
+def constraint_of(rules: Sequence[Rule], rule_id: str) -> str:
+    """The request field a rule's filter turns on: a constraint it reads, else the input behind a
+    sizing fact it reads, else the rule's id."""
+    rule = next(r for r in rules if r.id == rule_id)
+    read = [name for name, _ in facts_in(rule.when)]
+    found = next((name for name in read if name.startswith("constraints.")), None)
+    found = found or next((INPUT_OF_SIZING_FACT[name] for name in read if name in INPUT_OF_SIZING_FACT), None)
+    return found or rule_id

@@ -1,0 +1,73 @@
+"""The answer's opening sentence: the best option and the next, the answer on the hardware the user
+named, or why nothing meets every constraint and the way out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.answer.explain import hardware, plan_words, speed_words, total_words, workload_words
+from engine.answer.parts import substitute_words
+from engine.answer.ranking import Ranked
+from engine.models.response import Relaxation
+from engine.planning.planner import Candidate, Rejection
+from engine.planning.way_out import BUDGET_RULE
+from engine.planning.workload import Job
+from engine.sizing import GB
+
+
+def summary(
+    job: Job,
+    top: Sequence[Ranked],
+    relaxation: Relaxation | None,
+    rejections: Sequence[Rejection],
+    on_target: Candidate | None = None,
+    precision: str = "bf16",
+) -> str:
+    subject = workload_words(job)
+    if on_target is not None and (not top or top[0].candidate is not on_target):
+        # The question was whether it runs on the target: answer that first.
+        changed = substitute_words(on_target, job.task, precision)
+        count = f"{on_target.gpu_count} x " if on_target.gpu_count > 1 else ""
+        lead = (
+            f"For {subject} on {count}{on_target.option.gpu.name}: {plan_words(on_target)}{changed}, "
+            f"{on_target.memory.total / GB:.1f} GB per GPU, {speed_words(on_target)}."
+        )
+        if not top:
+            return lead
+        best = top[0].candidate
+        overall = "Run as asked, the best option" if changed else "The best option overall"
+        return (
+            f"{lead} {overall} is {hardware(best)}: {plan_words(best)}, "
+            f"{best.memory.total / GB:.1f} GB per GPU, {total_words(best)}."
+        )
+    if not top:
+        reason = main_reason(rejections, relaxation)
+        text = f"No option meets every constraint for {subject}: {reason}"
+        return f"{text} {relaxation.message}" if relaxation else text
+    best = top[0].candidate
+    text = (
+        f"For {subject}, the best option is {hardware(best)}: {plan_words(best)}, "
+        f"{best.memory.total / GB:.1f} GB per GPU, {total_words(best)}."
+    )
+    if len(top) > 1:
+        runner = top[1].candidate
+        text += f" Next: {hardware(runner)} ({plan_words(runner)})."
+    return text
+
+
+def main_reason(rejections: Sequence[Rejection], relaxation: Relaxation | None) -> str:
+    """The constraint that fails: the one whose relaxation helps, else the commonest reason."""
+    if not rejections:
+        return "the knowledge base has no hardware to consider."
+    if relaxation is not None:
+        reasons = [next(r.reason for r in rejections if r.rule == relaxation.rule)]
+        # a budget that ruled options out is the constraint a reader checks first: say it too
+        reasons += sorted(
+            {r.reason for r in rejections if r.rule == BUDGET_RULE and r.rule != relaxation.rule}
+        )
+        return " ".join(reason if reason.endswith(".") else reason + "." for reason in reasons[:2])
+    counts: dict[str, int] = {}
+    for rejection in rejections:
+        counts[rejection.reason] = counts.get(rejection.reason, 0) + 1
+    reason = max(sorted(counts), key=lambda r: counts[r])
+    return reason if reason.endswith(".") else reason + "."
