@@ -4,6 +4,8 @@ architecture does; and the bad ones are 422s naming the field."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +15,7 @@ from engine.knowledge.kb import KB
 from engine.models.request import HfConfig, RecommendRequest
 from engine.planning.hf_config import from_hf_config
 from engine.recommend import Advisor
-from engine.sizing import kv_cache_bytes_per_token, shape_from_architecture, total_params
+from engine.sizing import active_params, kv_cache_bytes_per_token, shape_from_architecture, total_params
 
 # config.json of meta-llama/Llama-3.1-8B (the keys the sizing reads, as published; kb/models/llama-3-1-8b.yaml
 # cites it), with keys the sizing ignores left in
@@ -154,3 +156,39 @@ def test_a_bad_config_is_a_422_naming_hf_config(
     assert any(e["loc"][:3] == ["body", "workload", "hf_config"] and message in e["msg"] for e in errors), (
         errors
     )
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hf_config"
+# each real config.json (tests/fixtures/hf_config/SOURCES.md cites where it was copied from) and the KB
+# model it describes
+REAL_CONFIGS = {
+    "qwen3-8b.json": "qwen3-8b",
+    "qwen3-30b-a3b.json": "qwen3-30b-a3b",
+    "gemma-2-9b-it.json": "gemma-2-9b",
+    "mistral-nemo-base-2407.json": "mistral-nemo-12b",
+}
+
+
+@pytest.mark.parametrize(("file", "model_id"), sorted(REAL_CONFIGS.items()))
+def test_a_real_config_round_trips_to_its_kb_model(
+    advisor: Advisor, kb: KB, file: str, model_id: str
+) -> None:
+    """The pasted config.json sizes the model exactly as its KB entry does: the same parameter count
+    (the card's, kb/models/<id>.yaml params_count), KV cache per token and windowed layers; and an
+    answer from the config alone reads the same model size."""
+    config = json.loads((FIXTURES / file).read_text(encoding="utf-8"))
+    found = from_hf_config(HfConfig.model_validate(config))
+    shape = shape_from_architecture(found.architecture, kind=found.kind)
+    model = kb.models[model_id]
+    assert model.architecture is not None
+    expected = shape_from_architecture(model.architecture.model_dump(), kind=model.kind)
+    assert total_params(shape) == model.params_count
+    assert active_params(shape) == active_params(expected)
+    assert kv_cache_bytes_per_token(shape) == kv_cache_bytes_per_token(expected)
+    assert shape.windowed_layers == expected.windowed_layers
+    assert found.native_precision == model.native_precision
+    answer = advisor.recommend(
+        RecommendRequest.model_validate({"workload": {"task": "inference", "hf_config": config}})
+    )
+    assert answer.requirements.params_b == pytest.approx(model.params_count / 1e9, abs=1e-4)
+    assert answer.requirements.architecture_source == "hf-config"

@@ -9,6 +9,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -94,14 +95,23 @@ def test_duplicate_id(kb_copy: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert_reported(out, "gpus/nvidia-h100-sxm-copy.yaml", 1, "id-stem")
 
 
+def set_field(path: Path, key: str, value: object) -> int:
+    """Set a top-level field of a KB file (replacing it if present); return that field's 1-based line."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data[key] = value
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    path.write_text(text, encoding="utf-8")
+    return next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith(f"{key}:"))
+
+
 def test_alias_naming_two_models(kb_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A name must lead to one model: an alias equal (case aside) to another model's id or alias is
-    refused."""
-    line = edit(kb_copy / "models/llama-3-1-70b.yaml", r"license:", "aliases: [Mistral-7B, my-llama]")
-    edit(kb_copy / "models/llama-3-1-8b.yaml", r"license:", "aliases: [MY-LLAMA]")
+    """A name must lead to one model: an alias equal (case and separators aside) to another model's id
+    or alias is refused."""
+    line = set_field(kb_copy / "models/llama-3-1-70b.yaml", "aliases", ["Mistral-7B", "my-llama"])
+    set_field(kb_copy / "models/llama-3-1-8b.yaml", "aliases", ["MY_LLAMA"])
     code, out = run_lint(kb_copy, capsys)
     assert code == 1
-    assert_reported(out, "models/llama-3-1-70b.yaml", line, "alias")
+    assert_reported(out, "models/llama-3-1-70b.yaml", line + 1, "alias")
     assert "already names model 'mistral-7b'" in out
     assert "already names model 'llama-3-1-70b'" in out
 
@@ -109,7 +119,7 @@ def test_alias_naming_two_models(kb_copy: Path, capsys: pytest.CaptureFixture[st
 def test_native_precision_must_be_a_known_precision(
     kb_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    line = edit(kb_copy / "models/llama-3-1-8b.yaml", r"license:", "native_precision: bf17")
+    line = set_field(kb_copy / "models/llama-3-1-8b.yaml", "native_precision", "bf17")
     code, out = run_lint(kb_copy, capsys)
     assert code == 1
     assert_reported(out, "models/llama-3-1-8b.yaml", line, "reference")
