@@ -17,11 +17,13 @@ from pathlib import Path
 from engine.answer.explain import trace
 from engine.answer.parts import (
     assumptions,
+    citation_texts,
     planned_checkpointing,
     price_age_warning,
     price_dates,
     recommendation,
     rejected,
+    step_citations,
     warnings,
 )
 from engine.answer.ranking import measure, rank
@@ -64,6 +66,7 @@ class Advisor:
         self.rules = tuple(rules)
         self.rules_root = rules_root
         self.rules_by_id = {rule.id: rule for rule in self.rules}
+        self.rule_citations = citation_texts(self.rules)
         self.categories = dict(checked.categories) if checked else {}
         self.graph = KBGraph(kb)
         self.engine = engine or make_engine(self.rules)
@@ -129,6 +132,7 @@ class Advisor:
         precision = planner.base_precision
         way_out = None if top else find_way_out(planner, search, request.objective, measure)
         relaxation = None if way_out is None else relaxation_of(way_out, self.rules, request.objective)
+        cited = step_citations(outcome, self.rule_citations)
         stale = price_age_warning(top, self.clock(), request.constraints.max_price_age_days)
         price_warnings = [stale] if stale else []
         oldest = min((d for _, d in price_dates(top)), default=None)
@@ -141,11 +145,11 @@ class Advisor:
             summary=summary(job, top, relaxation, search.rejections, target, precision),
             requirements=requirements(job, policy.facts, precision, planned_checkpointing(top, job)),
             recommendations=[
-                recommendation(i + 1, r, policy, outcome, job, self.rules_by_id) for i, r in enumerate(top)
+                recommendation(i + 1, r, policy, outcome, job, cited) for i, r in enumerate(top)
             ],
             rejected=rejected(search.rejections),
             target_fit=target_fit(self.kb, planner, request, target, search.rejections),
-            trace=trace(outcome, self.rules),
+            trace=trace(outcome, self.rules, cited),
             warnings=warnings(job, policy) + price_warnings,
             assumptions=assumptions(job, policy),
             relaxation=relaxation,

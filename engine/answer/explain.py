@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from engine.models.response import TraceStep
 from engine.models.rule import Citation, Rule
@@ -38,7 +38,11 @@ def citation_text(citation: Citation) -> str:
     return f"{citation.source} <{citation.url}>" if citation.url else citation.source
 
 
-def trace(outcome: Outcome, rules: Sequence[Rule]) -> list[TraceStep]:
+def trace(
+    outcome: Outcome, rules: Sequence[Rule], cited: Mapping[int, tuple[str, ...]] | None = None
+) -> list[TraceStep]:
+    """The rule firings in order, each with its rule's title and citations (`cited`: each step's
+    citations in words, when the caller has them already)."""
     by_id = {rule.id: rule for rule in rules}
     return [
         TraceStep(
@@ -48,7 +52,9 @@ def trace(outcome: Outcome, rules: Sequence[Rule]) -> list[TraceStep]:
             matched=dict(firing.matched),
             derived=dict(firing.derived),
             message=" ".join(firing.messages),
-            citations=[citation_text(c) for c in by_id[firing.rule].citations],
+            citations=list(
+                cited[firing.step] if cited else (citation_text(c) for c in by_id[firing.rule].citations)
+            ),
         )
         for firing in outcome.firings
     ]

@@ -3,7 +3,7 @@ cost, why and citations; the notable rejections; the warnings and assumptions th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 
 from engine.answer.explain import TASK_WORDS, citation_text, reasons, relevant_steps, why
@@ -23,19 +23,32 @@ MAX_REJECTED = 15
 REJECTED_PER_RULE = 3
 
 
+def step_citations(
+    outcome: Outcome, rule_citations: Mapping[str, tuple[str, ...]]
+) -> dict[int, tuple[str, ...]]:
+    """Each trace step's citations, as `recommendation` lists them (`rule_citations`: rule id → its
+    citations in words, `citation_texts`)."""
+    return {firing.step: rule_citations[firing.rule] for firing in outcome.firings}
+
+
+def citation_texts(rules: Iterable[Rule]) -> dict[str, tuple[str, ...]]:
+    """Rule id → its citations as a reader finds them (built once per rule set)."""
+    return {rule.id: tuple(citation_text(c) for c in rule.citations) for rule in rules}
+
+
 def recommendation(
-    rank_no: int, ranked: Ranked, policy: Policy, outcome: Outcome, job: Job, rules_by_id: Mapping[str, Rule]
+    rank_no: int,
+    ranked: Ranked,
+    policy: Policy,
+    outcome: Outcome,
+    job: Job,
+    cited: Mapping[int, tuple[str, ...]],
 ) -> Recommendation:
+    """One ranked candidate as the answer shows it; `cited` is `step_citations` of the request."""
     c = ranked.candidate
     option, layout, memory = c.option, c.spec.layout, c.memory
     steps = relevant_steps(c, policy, outcome)
-    step_rules = {firing.step: firing.rule for firing in outcome.firings}
-    citations: list[str] = []
-    for step in steps:
-        for citation in rules_by_id[step_rules[step]].citations:
-            text = citation_text(citation)
-            if text not in citations:
-                citations.append(text)
+    citations = list(dict.fromkeys(text for step in steps for text in cited[step]))
     return Recommendation(
         rank=rank_no,
         score=round(ranked.score, 4),
