@@ -319,3 +319,29 @@ def test_a_service_with_stated_traffic_is_billed_around_the_clock() -> None:
     top = stated.recommendations[0]
     assert top.cost.monthly_usd == pytest.approx(top.cost.hourly_usd * 365, rel=1e-3)
     assert "utilization_source" not in stated.assumptions
+
+
+def test_a_model_released_in_fp8_is_served_in_fp8() -> None:
+    """DeepSeek-R1 ships fp8 weights only (DeepSeek-V3 README): 671 GB, which 8 x H200 (1,128 GB)
+    hold with room for the cache; in bf16 it would need 1.3 TB. Rented, the answer is one 8-GPU node
+    in fp8, not two nodes in bf16."""
+    answer = ask({"task": "inference", "model": "deepseek-ai/DeepSeek-R1"}, {"acquisition": "rent"})
+    assert answer.requirements.precision == "fp8"
+    best = answer.recommendations[0]
+    assert best.precision == "fp8" and best.nodes == 1 and best.gpu_count <= 8
+    asked_bf16 = ask(
+        {"task": "inference", "model": "deepseek-r1", "precision": "bf16"}, {"acquisition": "rent"}
+    )
+    assert asked_bf16.recommendations[0].precision == "bf16"
+    assert asked_bf16.recommendations[0].memory.weights_per_gpu_gb > best.memory.weights_per_gpu_gb
+
+
+def test_a_model_released_with_4_bit_weights_fits_one_80gb_gpu() -> None:
+    """gpt-oss model card: MXFP4 MoE weights let gpt-oss-120b run on a single 80 GB GPU."""
+    answer = ask(
+        {"task": "inference", "model": "gpt-oss-120b"},
+        {"target_hardware": {"gpu": "nvidia-h100-sxm", "count": 1}},
+    )
+    assert answer.target_fit is not None and answer.target_fit.fits
+    assert answer.requirements.precision == "int4"
+    assert answer.requirements.memory.weights_gb < 80

@@ -166,6 +166,8 @@ class Job:
     """the keys of the request's `hf_config` the sizing read"""
     config_notes: tuple[str, ...] = ()
     """what that config left unsaid and was taken from its model_type"""
+    native_precision: str | None = None
+    """the precision the model's checkpoint is released in (its KB entry's, or its config's)"""
 
     @property
     def training(self) -> bool:
@@ -283,6 +285,8 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         horizon_hours=horizon_hours,
         config_used=from_config.used if from_config else (),
         config_notes=from_config.notes if from_config else (),
+        native_precision=(from_config.native_precision if from_config else None)
+        or (model.native_precision if model else None),
     )
 
 
