@@ -163,3 +163,27 @@ def _found(table: Mapping[str, T], key: str, kind: str) -> T:
             status_code=404, detail=f"unknown {kind} id {key!r}: GET /{kind}s lists the known ids"
         )
     return found
+
+
+@router.post(
+    "/report",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {"text/html": {"schema": {"type": "string"}}},
+            "description": "the report, one HTML page",
+        },
+        **BODY_ERRORS,
+        413: {"model": ErrorDetail, "description": "request body over 64 KB"},
+        422: {"description": "a field is invalid or names an id the KB lacks; `detail[].loc` names it"},
+    },
+    tags=["recommend"],
+)
+async def report(
+    body: Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)], advisor: CurrentAdvisor
+) -> Response:
+    """The answer to the same request as `POST /recommend`, as a procurement report: one self-contained
+    HTML page (charts inline, no scripts, no network) with the decision, its runners-up, a cost-time,
+    a buy-vs-rent and a memory chart, the rule trace with sources, the options ruled out, the
+    assumptions and the price dates. It prints to PDF from a browser."""
+    return Response(content=advisor.report(body), media_type="text/html; charset=utf-8")

@@ -28,12 +28,13 @@ from engine.knowledge.kb import read_kb
 from engine.knowledge.lint import lint_kb
 from engine.knowledge.problems import KBInvalid, Problem
 from engine.models.kb import KIND_MODELS
+from engine.models.request import RecommendRequest
 from engine.models.rule import Rule
 from engine.planning.workload import InvalidRequest
 from engine.reasoning.engines import EngineConfigError, make_engine
 from engine.reasoning.ruledocs import new_rule_path, rules_markdown, scaffold, with_attribute_tables
 from engine.reasoning.rules import read_rules, run_rule_cases
-from engine.recommend import load_advisor
+from engine.recommend import Advisor, load_advisor
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 EXIT_UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: the address to serve on cannot be listened on
@@ -84,18 +85,24 @@ def _parser() -> argparse.ArgumentParser:
         description="Recommend hardware for a workload given as a request file (YAML or JSON, the "
         "body of POST /recommend) and/or flags; flags override the file.",
     )
-    advise.add_argument("request", nargs="?", type=Path, help="request file (.yaml, .yml or .json)")
-    for flag in FLAGS:
-        if flag.kind in ("bool", "off"):
-            advise.add_argument(flag.name, action="store_true", help=flag.help)
-        else:
-            kind = {"float": float, "int": int}.get(flag.kind, str)
-            advise.add_argument(flag.name, type=kind, choices=flag.choices, help=flag.help)
+    _request_arguments(advise)
     advise.add_argument("--json", action="store_true", help="print the API's JSON response instead")
     advise.add_argument("--trace", action="store_true", help="also print the rule trace")
     _kb_option(advise)
     _rules_option(advise)
     advise.set_defaults(handler=_recommend)
+
+    report = commands.add_parser(
+        "report",
+        help="write the procurement report for a request: one HTML page with charts",
+        description="The answer to a request (a file and/or the recommend flags) as one self-contained "
+        "HTML page a reviewer can read, print to PDF and archive.",
+    )
+    _request_arguments(report)
+    report.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
+    _kb_option(report)
+    _rules_option(report)
+    report.set_defaults(handler=_report)
 
     kb = commands.add_parser("kb", help="knowledge-base tools").add_subparsers(title="kb commands")
     lint = kb.add_parser("lint", help="check every KB and rule file; exit 1 on any problem")
@@ -335,7 +342,20 @@ def _stats(args: argparse.Namespace) -> int:
     return EXIT_OK if not loaded.problems else EXIT_PROBLEMS
 
 
-def _recommend(args: argparse.Namespace) -> int:
+def _request_arguments(parser: argparse.ArgumentParser) -> None:
+    """A request file and the flags that set its fields (cli/request_input.py)."""
+    parser.add_argument("request", nargs="?", type=Path, help="request file (.yaml, .yml or .json)")
+    for flag in FLAGS:
+        if flag.kind in ("bool", "off"):
+            parser.add_argument(flag.name, action="store_true", help=flag.help)
+        else:
+            kind = {"float": float, "int": int}.get(flag.kind, str)
+            parser.add_argument(flag.name, type=kind, choices=flag.choices, help=flag.help)
+
+
+def _request_and_advisor(args: argparse.Namespace) -> tuple[RecommendRequest, Advisor] | int:
+    """The request the file and flags make and the advisor over the KB and rules, or the exit code
+    after saying why there is none."""
     try:
         document = read_request_file(args.request) if args.request else {}
         request = to_request(apply_flags(document, vars(args)))
@@ -349,6 +369,34 @@ def _recommend(args: argparse.Namespace) -> int:
     except KBInvalid as exc:
         _print_problems(exc.problems)
         return EXIT_PROBLEMS
+    return request, advisor
+
+
+def _report(args: argparse.Namespace) -> int:
+    found = _request_and_advisor(args)
+    if isinstance(found, int):
+        return found
+    request, advisor = found
+    try:
+        page = advisor.report(request)
+    except InvalidRequest as exc:
+        print(f"gpu-advisor: {'.'.join(exc.loc)}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    output: Path = args.output
+    try:
+        output.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        print(f"gpu-advisor: {output}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wrote {output} ({len(page) // 1024} KB)")
+    return EXIT_OK
+
+
+def _recommend(args: argparse.Namespace) -> int:
+    found = _request_and_advisor(args)
+    if isinstance(found, int):
+        return found
+    request, advisor = found
     try:
         response = advisor.recommend(request)
     except InvalidRequest as exc:

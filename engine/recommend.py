@@ -28,12 +28,13 @@ from engine.answer.parts import (
 )
 from engine.answer.ranking import measure, rank
 from engine.answer.relaxation import relaxation_of
+from engine.answer.report import report_html
 from engine.answer.summary import summary
 from engine.answer.target import on_target, target_fit
 from engine.knowledge.cache import CheckedKB
 from engine.knowledge.graph import KBGraph
 from engine.knowledge.kb import KB
-from engine.models.request import RecommendRequest
+from engine.models.request import MAX_TOP_K, RecommendRequest
 from engine.models.response import RecommendResponse
 from engine.models.rule import Rule, Scalar
 from engine.planning.candidates import Context, context_for, latest_prices
@@ -154,6 +155,12 @@ class Advisor:
             assumptions=assumptions(job, policy),
             relaxation=relaxation,
         )
+
+    def report(self, request: RecommendRequest) -> str:
+        """The procurement report (engine/answer/report.py): the answer to `request`, its charts
+        plotting every option the ranking keeps (up to MAX_TOP_K), its tables the `top_k` first."""
+        wide = self.recommend(request.model_copy(update={"top_k": MAX_TOP_K}))
+        return report_html(request, wide, self.rules_by_id, shown=request.top_k)
 
     def facts(self, request: RecommendRequest, job: Job) -> dict[str, Scalar]:
         facts = request_facts(request)

@@ -31,6 +31,8 @@ from engine.planning.architecture import MAX_PARAMS_RATIO, least_params
 from engine.planning.hf_config import sized_config
 from engine.recommend import default_advisor
 
+RECOMMEND_BODIES = ("/recommend", "/report")
+"""the routes whose body is a RecommendRequest"""
 MAX_PARAMS_B = 100_000
 """The request's largest params_b."""
 
@@ -38,7 +40,7 @@ MAX_PARAMS_B = 100_000
 @schemathesis.hook
 def map_case(context: Any, case: Any) -> Any:
     positive = case.meta is None or case.meta.generation.mode.is_positive
-    if positive and case.operation.path == "/recommend" and isinstance(case.body, dict):
+    if positive and case.operation.path in RECOMMEND_BODIES and isinstance(case.body, dict):
         case.body = within_relational_rules(case.body)
     return case
 

@@ -29,6 +29,8 @@ def _positive(upper: float, description: str) -> object:
     return Field(gt=0, le=upper, allow_inf_nan=False, description=description)
 
 
+MAX_TOP_K = 20
+"""the most recommendations one answer lists"""
 MAX_PARAMS_B = 100_000
 """the largest model a request may size, billions of parameters (100 trillion)"""
 
@@ -499,4 +501,4 @@ class RecommendRequest(RequestModel):
     objective: Literal["cheapest", "fastest", "balanced"] = Field(
         "balanced", description="ranking objective: cheapest, fastest, or balanced (value for money)"
     )
-    top_k: Annotated[int, Field(ge=1, le=20)] = Field(5, description="most recommendations to return")
+    top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = Field(5, description="most recommendations to return")

@@ -1,0 +1,213 @@
+"""The procurement report's charts, as Vega-Lite specifications built with Vega-Altair and rendered to
+SVG by vl-convert (no browser, no network: the page works offline). Each chart reads only the
+answer's own figures (`RecommendResponse`), so what the page shows is what the API returned.
+
+- cost-time: every ranked option's cost against its time (a training run's hours, or for serving the
+  milliseconds each token takes), the Pareto front (no other option both cheaper and faster) drawn
+  as a line;
+- buy-vs-rent: the cumulative cost of the best bought and the best rented option over the horizon,
+  the month they cross marked;
+- memory: each option's memory per GPU, stacked by what holds it, against the GPU's capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import altair as alt
+import vl_convert
+
+from engine.models.response import Recommendation, RecommendResponse
+
+HOURS_PER_MONTH = 730.0
+WIDTH = 560
+MEMORY_PARTS = (
+    ("weights", "weights_per_gpu_gb"),
+    ("gradients", "gradients_per_gpu_gb"),
+    ("optimizer", "optimizer_per_gpu_gb"),
+    ("activations", "activations_per_gpu_gb"),
+    ("KV cache", "kv_cache_per_gpu_gb"),
+    ("overhead", "overhead_per_gpu_gb"),
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    label: str
+    time: float
+    cost: float
+    acquisition: str
+
+
+def _data(values: list[dict[str, Any]]) -> Any:
+    """Inline rows for a chart (altair's `Data` is untyped)."""
+    return alt.Data(values=values)  # type: ignore[no-untyped-call]
+
+
+def option_label(rec: Recommendation) -> str:
+    where = rec.provider or rec.acquisition
+    return f"#{rec.rank} {rec.gpu_count} x {rec.gpu} ({where})"
+
+
+def cost_time_points(answer: RecommendResponse, months: float) -> tuple[list[Point], str, str]:
+    """Each option's (time, cost), and the axis titles: training runs by hours and run cost (else the
+    horizon cost); serving by milliseconds per token and cost per month."""
+    training = answer.requirements.method != "inference"
+    points: list[Point] = []
+    for rec in answer.recommendations:
+        if training:
+            hours = rec.throughput.training_hours
+            cost = rec.cost.run_cost_usd if rec.cost.run_cost_usd is not None else rec.cost.horizon_cost_usd
+            if hours is None:
+                continue
+            points.append(Point(option_label(rec), hours, cost, rec.acquisition))
+        elif rec.throughput.tokens_per_s > 0:
+            cost = rec.cost.monthly_usd + rec.cost.capex_usd / max(1.0, months)
+            points.append(
+                Point(option_label(rec), 1000.0 / rec.throughput.tokens_per_s, cost, rec.acquisition)
+            )
+    if training:
+        return points, "training run, hours", "run cost, USD"
+    return points, "time per generated token, ms", "cost per month, USD (capex spread over the horizon)"
+
+
+def pareto_front(points: Sequence[Point]) -> list[Point]:
+    """The options no other is both at most as slow and cheaper than, fastest first."""
+    front: list[Point] = []
+    for point in sorted(points, key=lambda p: (p.time, p.cost)):
+        if not front or point.cost < front[-1].cost:
+            front.append(point)
+    return front
+
+
+def cost_time_chart(answer: RecommendResponse, months: float) -> dict[str, Any] | None:
+    points, x_title, y_title = cost_time_points(answer, months)
+    if not points:
+        return None
+    front = {p.label for p in pareto_front(points)}
+    rows = [
+        {
+            "option": p.label,
+            "time": p.time,
+            "cost": p.cost,
+            "acquisition": p.acquisition,
+            "pareto": p.label in front,
+        }
+        for p in points
+    ]
+    base = alt.Chart(_data(rows)).properties(width=WIDTH, height=300, title="Cost and time of every option")
+    dots = base.mark_point(filled=True, size=80).encode(
+        x=alt.X("time:Q", title=x_title, scale=alt.Scale(zero=False)),
+        y=alt.Y("cost:Q", title=y_title, scale=alt.Scale(zero=False)),
+        color=alt.Color("acquisition:N", title="how"),
+        shape=alt.Shape("pareto:N", title="on the Pareto front"),
+        tooltip=["option:N", "time:Q", "cost:Q"],
+    )
+    line = (
+        base.transform_filter("datum.pareto")
+        .mark_line(color="#444", strokeDash=[4, 3])
+        .encode(x="time:Q", y="cost:Q", order="time:Q")
+    )
+    labels = (
+        base.transform_filter("datum.pareto")
+        .mark_text(align="left", dx=6, dy=-6, fontSize=10)
+        .encode(x="time:Q", y="cost:Q", text="option:N")
+    )
+    return dict((line + dots + labels).to_dict())
+
+
+def break_even(
+    answer: RecommendResponse, months: float
+) -> tuple[Recommendation, Recommendation, float | None] | None:
+    """The best bought and the best rented option, and the month from which buying costs less (None
+    when it never does within the horizon)."""
+    bought = next((r for r in answer.recommendations if r.acquisition == "buy"), None)
+    rented = next((r for r in answer.recommendations if r.acquisition == "rent"), None)
+    if bought is None or rented is None:
+        return None
+    saving = rented.cost.monthly_usd - bought.cost.monthly_usd
+    month = bought.cost.capex_usd / saving if saving > 0 else None
+    if month is not None and month > months:
+        month = None
+    return bought, rented, month
+
+
+def break_even_chart(answer: RecommendResponse, months: float) -> dict[str, Any] | None:
+    found = break_even(answer, months)
+    if found is None:
+        return None
+    bought, rented, month = found
+    steps = [months * i / 24 for i in range(25)]
+    rows = [
+        {
+            "month": m,
+            "cost": bought.cost.capex_usd + bought.cost.monthly_usd * m,
+            "option": "buy: " + option_label(bought),
+        }
+        for m in steps
+    ] + [
+        {"month": m, "cost": rented.cost.monthly_usd * m, "option": "rent: " + option_label(rented)}
+        for m in steps
+    ]
+    lines = (
+        alt.Chart(_data(rows))
+        .mark_line()
+        .encode(
+            x=alt.X("month:Q", title="months of use at the stated utilisation"),
+            y=alt.Y("cost:Q", title="cumulative cost, USD"),
+            color=alt.Color("option:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
+        )
+        .properties(width=WIDTH, height=260, title="Buy or rent: cumulative cost over the horizon")
+    )
+    if month is None:
+        return dict(lines.to_dict())
+    cross = [{"month": month, "label": f"break-even at month {month:.1f}"}]
+    rule = alt.Chart(_data(cross)).mark_rule(color="#b00", strokeDash=[4, 3]).encode(x="month:Q")
+    text = (
+        alt.Chart(_data(cross))
+        .mark_text(align="left", dx=4, dy=-110, color="#b00")
+        .encode(x="month:Q", text="label:N")
+    )
+    return dict((lines + rule + text).to_dict())
+
+
+def memory_chart(answer: RecommendResponse) -> dict[str, Any] | None:
+    rows: list[dict[str, Any]] = []
+    capacity: list[dict[str, Any]] = []
+    for rec in answer.recommendations:
+        label = option_label(rec)
+        memory = rec.memory.model_dump()
+        rows += [
+            {"option": label, "part": name, "gb": memory[key]}
+            for name, key in MEMORY_PARTS
+            if memory[key] > 0
+        ]
+        capacity.append({"option": label, "gb": rec.vram_per_gpu_gb})
+    if not rows:
+        return None
+    bars = (
+        alt.Chart(_data(rows))
+        .mark_bar()
+        .encode(
+            y=alt.Y("option:N", title=None, sort=None),
+            x=alt.X("gb:Q", title="GB per GPU", stack="zero"),
+            color=alt.Color("part:N", title="held by", sort=[name for name, _ in MEMORY_PARTS]),
+            tooltip=["option:N", "part:N", "gb:Q"],
+        )
+    )
+    ticks = (
+        alt.Chart(_data(capacity))
+        .mark_tick(color="black", thickness=2, size=22)
+        .encode(y=alt.Y("option:N", sort=None), x="gb:Q")
+    )
+    chart = (bars + ticks).properties(
+        width=WIDTH, height=34 * len(capacity), title="Memory per GPU against the GPU's capacity (black tick)"
+    )
+    return dict(chart.to_dict())
+
+
+def svg(spec: dict[str, Any]) -> str:
+    """The chart drawn as an SVG element, fonts and all, to inline in a page."""
+    return str(vl_convert.vegalite_to_svg(spec))

@@ -1,0 +1,200 @@
+"""The procurement report: one self-contained HTML page a reviewer can read, print to PDF and archive.
+
+The question as asked, the decision and its runners-up, three charts (engine/answer/charts.py, inline
+SVG), the rule trace as a numbered list with each rule's title, rationale and sources, the options
+ruled out and why, the assumptions, the warnings, the knowledge-base version and the price dates.
+Every figure is the answer's (`RecommendResponse`); nothing here computes a new one. Text is escaped
+(`html.escape`): a request or KB value never becomes markup.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from html import escape
+
+from engine.answer.charts import break_even, break_even_chart, cost_time_chart, memory_chart, svg
+from engine.models.request import RecommendRequest
+from engine.models.response import Recommendation, RecommendResponse
+from engine.models.rule import Rule
+
+STYLE = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; max-width: 980px;
+  margin: 2em auto; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 1.6em; }
+table { border-collapse: collapse; width: 100%; margin: 0.6em 0; font-size: 13px; }
+th, td { border: 1px solid #ddd; padding: 4px 6px; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.summary { font-size: 1.1em; background: #f7f9fc; border-left: 4px solid #3a6ea5; padding: 0.6em 1em; }
+.meta { color: #555; font-size: 12px; } .warn { background: #fff8e6; border-left: 4px solid #d89b00;
+  padding: 0.4em 0.8em; margin: 0.3em 0; }
+figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 12px; }
+ol.trace li { margin-bottom: 0.5em; } .rationale { color: #444; } .sources { font-size: 12px; }
+@media print {
+  body { margin: 0; max-width: none; font-size: 11pt; } a { color: inherit; }
+  h2 { page-break-after: avoid; break-after: avoid; }
+  figure, table, .summary, ol.trace li { page-break-inside: avoid; break-inside: avoid; }
+  section.charts, section.trace { page-break-before: always; break-before: page; }
+}
+"""
+
+
+def report_html(
+    request: RecommendRequest,
+    answer: RecommendResponse,
+    rules: Mapping[str, Rule],
+    *,
+    shown: int = 5,
+) -> str:
+    """The page for `answer` to `request`; `answer` may rank more options than the `shown` first,
+    which the cost-time chart plots all of."""
+    months = request.constraints.horizon_months
+    top = answer.recommendations[:shown]
+    charts = [
+        ("cost-time", cost_time_chart(answer, months)),
+        ("break-even", break_even_chart(answer, months)),
+        ("memory", memory_chart(answer.model_copy(update={"recommendations": top}))),
+    ]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>gpu-advisor report: {escape(answer.summary[:80])}</title>",
+        f"<style>{STYLE}</style></head><body>",
+        "<h1>Hardware recommendation</h1>",
+        _meta(answer),
+        f'<p class="summary">{escape(answer.summary)}</p>',
+        *[f'<p class="warn">{escape(w)}</p>' for w in answer.warnings],
+        "<h2>The question as asked</h2>",
+        f"<pre>{escape(json.dumps(request.model_dump(mode='json', exclude_defaults=True), indent=2))}</pre>",
+        "<h2>The decision and its runners-up</h2>",
+        _options_table(top) if top else "<p>No option meets every constraint.</p>",
+        *[_why(rec) for rec in top],
+        _relaxation(answer),
+        '<section class="charts"><h2>Charts</h2>',
+        *[_figure(name, spec, answer, months) for name, spec in charts],
+        "</section>",
+        '<section class="trace"><h2>How the rules decided</h2>',
+        _trace(answer, rules),
+        "</section>",
+        "<h2>Ruled out</h2>",
+        _rejected(answer),
+        "<h2>Assumptions</h2>",
+        _assumptions(answer),
+        "</body></html>",
+    ]
+    return "\n".join(part for part in parts if part) + "\n"
+
+
+def _meta(answer: RecommendResponse) -> str:
+    oldest = (
+        f"; the oldest price used is from {escape(answer.oldest_price_as_of)}"
+        if answer.oldest_price_as_of
+        else ""
+    )
+    return (
+        f'<p class="meta">Knowledge base {escape(answer.kb_version)}; cloud prices as of '
+        f"{escape(answer.prices_as_of)}{oldest}. Request {escape(answer.request_id)}.</p>"
+    )
+
+
+def _money(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
+
+
+def _options_table(recs: Sequence[Recommendation]) -> str:
+    head = (
+        "<tr><th>#</th><th>GPUs</th><th>how</th><th>plan</th><th>GB per GPU</th><th>tokens/s</th>"
+        "<th>capex</th><th>per month</th><th>run</th><th>over the horizon</th><th>prices as of</th></tr>"
+    )
+    rows = []
+    for rec in recs:
+        how = (
+            rec.acquisition
+            if rec.provider is None
+            else f"{rec.acquisition} ({rec.provider} {rec.instance_type})"
+        )
+        plan = " + ".join([rec.method, rec.precision, *rec.parallelism])
+        capex = _money(rec.cost.capex_usd)
+        low, high = rec.cost.capex_low_usd, rec.cost.capex_high_usd
+        if low is not None and high is not None and low != high:
+            capex += f" ({_money(low)} to {_money(high)})"
+        rows.append(
+            f"<tr><td>{rec.rank}</td><td>{rec.gpu_count} x {escape(rec.gpu_name)}</td><td>{escape(how)}</td>"
+            f"<td>{escape(plan)}</td><td class=num>{rec.memory.per_gpu_gb:.1f} / {rec.vram_per_gpu_gb:g}</td>"
+            f"<td class=num>{rec.throughput.tokens_per_s:,.0f}</td><td class=num>{capex}</td>"
+            f"<td class=num>{_money(rec.cost.monthly_usd)}</td>"
+            f"<td class=num>{_money(rec.cost.run_cost_usd)}</td>"
+            f"<td class=num>{_money(rec.cost.horizon_cost_usd)}</td>"
+            f"<td>{escape(rec.price_as_of or 'owned')}</td></tr>"
+        )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _why(rec: Recommendation) -> str:
+    return f"<p><strong>#{rec.rank}.</strong> {escape(rec.why)}</p>"
+
+
+def _relaxation(answer: RecommendResponse) -> str:
+    if answer.relaxation is None:
+        return ""
+    return f'<p class="warn">Way out: {escape(answer.relaxation.message)}</p>'
+
+
+def _figure(name: str, spec: dict[str, object] | None, answer: RecommendResponse, months: float) -> str:
+    if spec is None:
+        reason = {
+            "cost-time": "no option has a time to plot",
+            "break-even": "the answer has no bought and rented option to compare",
+            "memory": "no option to plot",
+        }[name]
+        return f'<figure data-chart="{name}"><figcaption>No {name} chart: {reason}.</figcaption></figure>'
+    caption = ""
+    if name == "break-even":
+        found = break_even(answer, months)
+        if found is not None:
+            month = found[2]
+            caption = (
+                f"Buying pays for itself after {month:.1f} months at the stated use."
+                if month is not None
+                else f"Buying does not pay for itself within the {months:g}-month horizon at the stated use."
+            )
+    return f'<figure data-chart="{name}">{svg(spec)}<figcaption>{escape(caption)}</figcaption></figure>'
+
+
+def _trace(answer: RecommendResponse, rules: Mapping[str, Rule]) -> str:
+    items = []
+    for step in answer.trace:
+        rule = rules.get(step.rule)
+        rationale = f'<div class="rationale">{escape(rule.rationale)}</div>' if rule else ""
+        sources = []
+        for citation in rule.citations if rule else ():
+            text = escape(citation.source)
+            sources.append(f'<a href="{escape(citation.url)}">{text}</a>' if citation.url else text)
+        cited = f'<div class="sources">Sources: {"; ".join(sources)}</div>' if sources else ""
+        items.append(
+            f'<li id="step-{step.step}"><strong>{escape(step.title)}</strong> '
+            f"<code>{escape(step.rule)}</code><div>{escape(step.message)}</div>{rationale}{cited}</li>"
+        )
+    return f'<ol class="trace">{"".join(items)}</ol>'
+
+
+def _rejected(answer: RecommendResponse) -> str:
+    if not answer.rejected:
+        return "<p>Nothing notable was ruled out.</p>"
+    rows = "".join(
+        f"<tr><td>{r.gpu_count} x {escape(r.gpu)}</td><td>{escape(r.acquisition)}</td>"
+        f"<td>{escape(r.reason)}</td><td><code>{escape(r.rule)}</code></td></tr>"
+        for r in answer.rejected
+    )
+    return f"<table><tr><th>option</th><th>how</th><th>why not</th><th>rule</th></tr>{rows}</table>"
+
+
+def _assumptions(answer: RecommendResponse) -> str:
+    rows = "".join(
+        f"<tr><td><code>{escape(str(k))}</code></td><td>{escape(str(v))}</td></tr>"
+        for k, v in sorted(answer.assumptions.items())
+    )
+    return f"<table><tr><th>assumption</th><th>value</th></tr>{rows}</table>"

@@ -1,0 +1,165 @@
+"""The procurement report (engine/answer/report.py, charts.py): one self-contained HTML page with the
+answer's own figures, its charts drawn as inline SVG, text escaped; served by POST /report and
+written by `gpu-advisor report`. The browser test opens it in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from cli.main import main
+from engine.answer.charts import Point, break_even, pareto_front
+from engine.answer.report import report_html
+from engine.models.request import RecommendRequest
+from engine.recommend import Advisor
+
+SERVE_70B = {
+    "workload": {"task": "inference", "model": "llama-3-1-70b"},
+    "constraints": {"acquisition": "any"},
+}
+TRAIN = {"workload": {"task": "lora", "model": "llama-3-1-8b", "training_tokens_b": 0.5}}
+
+
+def _report(advisor: Advisor, body: dict[str, object]) -> str:
+    return advisor.report(RecommendRequest.model_validate(body))
+
+
+def test_the_page_holds_every_section_and_three_charts(advisor: Advisor) -> None:
+    page = _report(advisor, SERVE_70B)
+    for heading in (
+        "The question as asked",
+        "The decision and its runners-up",
+        "Charts",
+        "How the rules decided",
+        "Ruled out",
+        "Assumptions",
+    ):
+        assert f"<h2>{heading}</h2>" in page
+    assert page.count("<svg") == 3, "cost-time, break-even and memory charts"
+    assert "<script" not in page, "no scripts: the page works offline and archived"
+    assert "@media print" in page and "break-before: page" in page
+
+
+def test_the_tables_show_the_answers_own_figures(advisor: Advisor) -> None:
+    request = RecommendRequest.model_validate(SERVE_70B)
+    answer = advisor.recommend(request)
+    page = advisor.report(request)
+    best = answer.recommendations[0]
+    assert best.gpu_name in page
+    assert f"{best.memory.per_gpu_gb:.1f} / {best.vram_per_gpu_gb:g}" in page
+    assert answer.summary in page.replace("&#x27;", "'")
+    assert f"Knowledge base {answer.kb_version}" in page
+    for step in answer.trace:
+        assert f'id="step-{step.step}"' in page
+
+
+def test_each_rule_in_the_trace_shows_its_rationale_and_linked_sources(advisor: Advisor) -> None:
+    page = _report(advisor, TRAIN)
+    rule = advisor.rules_by_id["default-precision-bf16"]
+    assert rule.title in page
+    linked = [c for c in rule.citations if c.url]
+    assert linked and all(f'href="{c.url}"' in page for c in linked)
+
+
+def test_text_is_escaped(advisor: Advisor) -> None:
+    request = RecommendRequest.model_validate(TRAIN)
+    answer = advisor.recommend(request)
+    hostile = answer.model_copy(update={"summary": "<script>alert(1)</script>", "warnings": ["<b>x</b>"]})
+    page = report_html(request, hostile, advisor.rules_by_id)
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>x</b>" not in page
+
+
+def test_the_pareto_front_keeps_only_options_nothing_beats() -> None:
+    points = [
+        Point("a", 1, 10, "rent"),
+        Point("b", 2, 5, "rent"),
+        Point("c", 3, 7, "buy"),
+        Point("d", 4, 1, "buy"),
+    ]
+    assert [p.label for p in pareto_front(points)] == ["a", "b", "d"]
+
+
+def test_the_break_even_month_is_capex_over_the_monthly_saving(advisor: Advisor) -> None:
+    request = RecommendRequest.model_validate({**SERVE_70B, "top_k": 20})
+    answer = advisor.recommend(request)
+    found = break_even(answer, request.constraints.horizon_months)
+    assert found is not None
+    bought, rented, month = found
+    saving = rented.cost.monthly_usd - bought.cost.monthly_usd
+    if month is not None:
+        assert month == pytest.approx(bought.cost.capex_usd / saving)
+        assert month <= request.constraints.horizon_months
+    else:
+        assert saving <= 0 or bought.cost.capex_usd / saving > request.constraints.horizon_months
+
+
+def test_post_report_is_an_html_page(client: TestClient) -> None:
+    response = client.post("/report", json=TRAIN)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert response.text.startswith("<!DOCTYPE html>")
+    assert client.post("/report", json={"workload": {"task": "inference"}}).status_code == 422
+
+
+def test_the_command_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report.html"
+    assert main(["report", "--task", "lora", "--model", "llama-3-1-8b", "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert (
+        main(["report", "--task", "lora", "--model", "llama-3-1-8b", "-o", str(tmp_path / "no" / "r.html")])
+        == 2
+    )
+    assert "cannot write it" in capsys.readouterr().err
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.browser
+def test_the_charts_render_in_a_real_browser(advisor: Advisor, tmp_path: Path) -> None:
+    """Headless Chromium (Debian's package, driven by Playwright with executable_path) opens the page:
+    each chart is a non-empty SVG with its marks, nothing is logged to the console as an error, and a
+    screenshot is saved in the test's folder."""
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if CHROMIUM is None:
+        pytest.skip("no Chromium to open the report in: install Debian's `chromium` package")
+    page_file = tmp_path / "report.html"
+    page_file.write_text(_report(advisor, SERVE_70B), encoding="utf-8")
+    errors: list[str] = []
+    with playwright.sync_playwright() as p:
+        try:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        except Exception as exc:  # a browser that cannot start here is a skip, not a failure
+            pytest.skip(f"Chromium did not start: {exc}")
+        page = browser.new_page(viewport={"width": 1100, "height": 1400})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(page_file.as_uri())
+        figures = {
+            name: page.locator(f'figure[data-chart="{name}"] svg')
+            for name in ("cost-time", "break-even", "memory")
+        }
+        for name, svg in figures.items():
+            assert svg.count() == 1, name
+            box = svg.bounding_box()
+            assert box is not None and box["width"] > 200 and box["height"] > 100, name
+        # the marks Vega draws: points on the cost-time chart, lines on the break-even, bars on the memory
+        assert (
+            page.locator(
+                'figure[data-chart="cost-time"] svg path.mark-symbol, '
+                'figure[data-chart="cost-time"] svg g.mark-symbol path'
+            ).count()
+            > 0
+        )
+        assert page.locator('figure[data-chart="break-even"] svg g.mark-line path').count() >= 2
+        assert page.locator('figure[data-chart="memory"] svg g.mark-rect path').count() > 0
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        browser.close()
+    assert not errors, errors
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+    assert re.search(r"<svg[^>]*>", page_file.read_text(encoding="utf-8"))
