@@ -28,6 +28,12 @@ router = APIRouter(route_class=JsonBodyRoute, generate_unique_id_function=lambda
 T = TypeVar("T")
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorDetail, "description": "unknown id"}}
+REQUEST_ERRORS: dict[int | str, dict[str, Any]] = {
+    **BODY_ERRORS,
+    413: {"model": ErrorDetail, "description": "request body over 64 KB"},
+    422: {"description": "a field is invalid or names an id the KB lacks; `detail[].loc` names it"},
+}
+"""what a route taking a RecommendRequest body answers when the body is wrong"""
 
 
 async def current_advisor(request: Request) -> Advisor:
@@ -42,11 +48,7 @@ CurrentAdvisor = Annotated[Advisor, Depends(current_advisor)]
 @router.post(
     "/recommend",
     response_model=RecommendResponse,
-    responses={
-        **BODY_ERRORS,
-        413: {"model": ErrorDetail, "description": "request body over 64 KB"},
-        422: {"description": "a field is invalid or names an id the KB lacks; `detail[].loc` names it"},
-    },
+    responses=REQUEST_ERRORS,
     tags=["recommend"],
 )
 async def recommend(
@@ -173,9 +175,7 @@ def _found(table: Mapping[str, T], key: str, kind: str) -> T:
             "content": {"text/html": {"schema": {"type": "string"}}},
             "description": "the report, one HTML page",
         },
-        **BODY_ERRORS,
-        413: {"model": ErrorDetail, "description": "request body over 64 KB"},
-        422: {"description": "a field is invalid or names an id the KB lacks; `detail[].loc` names it"},
+        **REQUEST_ERRORS,
     },
     tags=["recommend"],
 )

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -36,6 +37,7 @@ from engine.reasoning.ruledocs import new_rule_path, rules_markdown, scaffold, w
 from engine.reasoning.rules import read_rules, run_rule_cases
 from engine.recommend import Advisor, load_advisor
 
+T = TypeVar("T")
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 EXIT_UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: the address to serve on cannot be listened on
 
@@ -372,16 +374,23 @@ def _request_and_advisor(args: argparse.Namespace) -> tuple[RecommendRequest, Ad
     return request, advisor
 
 
-def _report(args: argparse.Namespace) -> int:
+def _answered(args: argparse.Namespace, answer: Callable[[Advisor, RecommendRequest], T]) -> T | int:
+    """`answer` to the request the file and flags make, or the exit code after saying why not."""
     found = _request_and_advisor(args)
     if isinstance(found, int):
         return found
     request, advisor = found
     try:
-        page = advisor.report(request)
+        return answer(advisor, request)
     except InvalidRequest as exc:
         print(f"gpu-advisor: {'.'.join(exc.loc)}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _report(args: argparse.Namespace) -> int:
+    page = _answered(args, Advisor.report)
+    if isinstance(page, int):
+        return page
     output: Path = args.output
     try:
         output.write_text(page, encoding="utf-8")
@@ -393,15 +402,9 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _recommend(args: argparse.Namespace) -> int:
-    found = _request_and_advisor(args)
-    if isinstance(found, int):
-        return found
-    request, advisor = found
-    try:
-        response = advisor.recommend(request)
-    except InvalidRequest as exc:
-        print(f"gpu-advisor: {'.'.join(exc.loc)}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    response = _answered(args, Advisor.recommend)
+    if isinstance(response, int):
+        return response
     if args.json:
         print(response.model_dump_json(indent=2))
     else:
