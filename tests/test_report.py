@@ -163,3 +163,28 @@ def test_the_charts_render_in_a_real_browser(advisor: Advisor, tmp_path: Path) -
     assert not errors, errors
     assert (tmp_path / "report.png").stat().st_size > 10_000
     assert re.search(r"<svg[^>]*>", page_file.read_text(encoding="utf-8"))
+
+
+GOLDEN_REPORTS = ("serve-70b-fp16", "budget-too-small", "high-utilization-buys")
+"""golden requests whose report is recorded in tests/golden/<name>.report.html"""
+
+
+def _comparable(page: str) -> str:
+    """The page less what changes on every call or with the chart renderer's version: the request id
+    and KB version, and each chart's SVG (its marks are checked by the browser test)."""
+    page = re.sub(r"Knowledge base [0-9a-f]+", "Knowledge base KB", page)
+    page = re.sub(r"Request [0-9a-f]{32}", "Request ID", page)
+    return re.sub(r"<svg.*?</svg>", "<svg/>", page, flags=re.DOTALL)
+
+
+@pytest.mark.parametrize("name", GOLDEN_REPORTS)
+def test_report_matches_the_recording(name: str, request: pytest.FixtureRequest) -> None:
+    """`pytest tests/test_report.py --update-golden` rewrites the recordings; the diff is the review."""
+    from tests.golden_support import GOLDEN, advisor, golden_request
+
+    page = _comparable(advisor().report(golden_request(name)))
+    path = GOLDEN / f"{name}.report.html"
+    if request.config.getoption("--update-golden"):
+        path.write_text(page, encoding="utf-8")
+    assert path.exists(), f"no recording for {name}: run pytest with --update-golden"
+    assert page == path.read_text(encoding="utf-8")
