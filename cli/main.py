@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from cli.launch import TOOLS, launch_spec
 from cli.request_input import FLAGS, RequestInputError, apply_flags, read_request_file, to_request
 from engine.knowledge import paths
 from engine.knowledge.catalog import (
@@ -93,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
             advise.add_argument(flag.name, type=kind, choices=flag.choices, help=flag.help)
     advise.add_argument("--json", action="store_true", help="print the API's JSON response instead")
     advise.add_argument("--trace", action="store_true", help="also print the rule trace")
+    advise.add_argument(
+        "--launch",
+        choices=TOOLS,
+        help="print the first rented recommendation as a SkyPilot task or a dstack run configuration (YAML)",
+    )
     _kb_option(advise)
     _rules_option(advise)
     advise.set_defaults(handler=_recommend)
@@ -354,7 +360,13 @@ def _recommend(args: argparse.Namespace) -> int:
     except InvalidRequest as exc:
         print(f"gpu-advisor: {'.'.join(exc.loc)}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if args.json:
+    if args.launch:
+        text, why = launch_spec(response, args.launch)
+        if text is None:
+            print(f"gpu-advisor: {why}", file=sys.stderr)
+            return EXIT_PROBLEMS
+        print(text, end="")
+    elif args.json:
         print(response.model_dump_json(indent=2))
     else:
         from cli.report import print_response  # rich only when a table is printed

@@ -20,7 +20,9 @@ EntityId = Annotated[
 ]
 Text = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-LaunchName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*(?::\d+GB)?$", max_length=40)]
+LaunchName = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*(?::\d+GB)?$", max_length=40)
+]
 Url = Annotated[str, StringConstraints(pattern=r"^https?://\S+$", max_length=500)]
 Confidence = Literal["high", "medium", "low"]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -178,8 +180,8 @@ class Gpu(Entity):
     )
     dstack_name: LaunchName | None = Field(
         None,
-        description="dstack's GPU name, as `resources.gpu` takes it (gpuhunt's KNOWN_*_GPUS), with the memory "
-        "where dstack knows the name at several sizes, e.g. A100:80GB; None when dstack has none",
+        description="dstack's GPU name, as `resources.gpu` takes it (gpuhunt's KNOWN_*_GPUS), with the "
+        "memory where dstack knows the name at several sizes, e.g. A100:80GB; None when dstack has none",
     )
 
 
@@ -391,10 +393,12 @@ class Provider(Entity):
     billing: Billing = Field(description="billing granularity and minimum")
     catalog_name: Name | None = Field(None, description="the cloud's name in the offer catalog snapshot")
     skypilot_cloud: LaunchName | None = Field(
-        None, description="SkyPilot's name for this cloud (`resources.cloud`); None when SkyPilot does not support it"
+        None,
+        description="SkyPilot's name for this cloud (`resources.cloud`); None when SkyPilot lacks it",
     )
     dstack_backend: LaunchName | None = Field(
-        None, description="dstack's backend type for this cloud (`backends`); None when dstack has no backend for it"
+        None,
+        description="dstack's backend type for this cloud (`backends`); None when dstack has none",
     )
 
 
