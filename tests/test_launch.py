@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from cli.main import EXIT_OK, EXIT_PROBLEMS, main
-from engine.answer.launch import launch
+from engine.answer.launch import _dump, launch
 from engine.knowledge.kb import KB
 from engine.knowledge.paths import PROJECT_ROOT
 from engine.models.request import RecommendRequest
@@ -322,3 +322,13 @@ def test_cli_launch_with_the_tool_unavailable_says_why(capsys: pytest.CaptureFix
     captured = capsys.readouterr()
     assert code == EXIT_PROBLEMS
     assert "no dstack spec" in captured.err and "CoreWeave" in captured.err
+
+
+@pytest.mark.parametrize(
+    "value", ["yes", "No", "on", "null", "1:30", "H100:8", "a: b", "# c", "x'y\"z", "ü", "p5.48xlarge", "-x"]
+)
+def test_written_yaml_reads_back_as_written(value: str) -> None:
+    spec = {"name": value, "resources": {"a": value, "n": 2, "b": False}, "list": [value], "run": "# x\n"}
+    text = _dump("header", spec)
+    assert text.startswith("# header\n")
+    assert yaml.safe_load(text) == spec
