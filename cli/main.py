@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from cli.launch import TOOLS, launch_spec
 from cli.request_input import FLAGS, RequestInputError, apply_flags, read_request_file, to_request
 from engine.knowledge import paths
 from engine.knowledge.catalog import (
@@ -90,6 +91,11 @@ def _parser() -> argparse.ArgumentParser:
     _request_arguments(advise)
     advise.add_argument("--json", action="store_true", help="print the API's JSON response instead")
     advise.add_argument("--trace", action="store_true", help="also print the rule trace")
+    advise.add_argument(
+        "--launch",
+        choices=TOOLS,
+        help="print the first rented recommendation as a SkyPilot task or a dstack run configuration (YAML)",
+    )
     _kb_option(advise)
     _rules_option(advise)
     advise.set_defaults(handler=_recommend)
@@ -405,7 +411,13 @@ def _recommend(args: argparse.Namespace) -> int:
     response = _answered(args, Advisor.recommend)
     if isinstance(response, int):
         return response
-    if args.json:
+    if args.launch:
+        text, why = launch_spec(response, args.launch)
+        if text is None:
+            print(f"gpu-advisor: {why}", file=sys.stderr)
+            return EXIT_PROBLEMS
+        print(text, end="")
+    elif args.json:
         print(response.model_dump_json(indent=2))
     else:
         from cli.report import print_response  # rich only when a table is printed

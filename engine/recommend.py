@@ -146,7 +146,8 @@ class Advisor:
             summary=summary(job, top, relaxation, search.rejections, target, precision),
             requirements=requirements(job, policy.facts, precision, planned_checkpointing(top, job)),
             recommendations=[
-                recommendation(i + 1, r, policy, outcome, job, cited) for i, r in enumerate(top)
+                recommendation(i + 1, r, policy, outcome, job, cited, self.kb.providers)
+                for i, r in enumerate(top)
             ],
             rejected=rejected(search.rejections),
             target_fit=target_fit(self.kb, planner, request, target, search.rejections),

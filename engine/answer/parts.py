@@ -7,8 +7,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 
 from engine.answer.explain import TASK_WORDS, citation_text, reasons, relevant_steps, why
+from engine.answer.launch import launch
 from engine.answer.ranking import Ranked
-from engine.models.response import Cost, GpuMemory, Recommendation, Rejected, Throughput
+from engine.models.kb import Provider
+from engine.models.response import Cost, GpuMemory, Launch, Recommendation, Rejected, Throughput
 from engine.models.rule import Rule
 from engine.planning.economics import DEFAULT_UTILIZATION
 from engine.planning.planner import Candidate, Rejection
@@ -43,8 +45,10 @@ def recommendation(
     outcome: Outcome,
     job: Job,
     cited: Mapping[int, tuple[str, ...]],
+    providers: Mapping[str, Provider] | None = None,
 ) -> Recommendation:
-    """One ranked candidate as the answer shows it; `cited` is `step_citations` of the request."""
+    """One ranked candidate as the answer shows it; `cited` is `step_citations` of the request;
+    `providers` (the KB's) name the clouds in a rented option's launch specs."""
     c = ranked.candidate
     option, layout, memory = c.option, c.spec.layout, c.memory
     steps = relevant_steps(c, policy, outcome)
@@ -87,6 +91,26 @@ def recommendation(
         trace_steps=steps,
         citations=citations,
         price_as_of=_iso(option.price_as_of),
+        launch=launch_of(c, job, providers or {}),
+    )
+
+
+def launch_of(c: Candidate, job: Job, providers: Mapping[str, Provider]) -> Launch | None:
+    """A rented candidate's launch specs (`answer/launch`); None when bought or owned."""
+    option = c.option
+    if option.acquisition != "rent" or option.offer is None:
+        return None
+    nodes = option.nodes * c.copies
+    return launch(
+        gpu=option.gpu,
+        provider=providers.get(option.offer.provider),
+        instance_type=option.offer.instance_type,
+        gpu_count=c.gpu_count,
+        nodes=nodes,
+        spot=option.pricing == "spot",
+        method=c.spec.layout.method,
+        precision=c.spec.layout.precision,
+        model=job.model,
     )
 
 

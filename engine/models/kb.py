@@ -20,6 +20,9 @@ EntityId = Annotated[
 ]
 Text = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+LaunchName = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*(?::\d+GB)?$", max_length=40)
+]
 Url = Annotated[str, StringConstraints(pattern=r"^https?://\S+$", max_length=500)]
 Confidence = Literal["high", "medium", "low"]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -170,6 +173,16 @@ class Gpu(Entity):
     prices: list[Price] = Field(default_factory=list, description="purchase prices, one unit each")
     confidence: Confidence = Field("high", description="trust in the figures: high | medium | low")
     doubts: list[Text] = Field(default_factory=list, description="figures to re-check, and why")
+    skypilot_name: LaunchName | None = Field(
+        None,
+        description="SkyPilot's accelerator name, as `resources.accelerators` takes it (the canonical one of "
+        "data/cloud-catalog/gpu-name-map.csv for this GPU); None when SkyPilot has none",
+    )
+    dstack_name: LaunchName | None = Field(
+        None,
+        description="dstack's GPU name, as `resources.gpu` takes it (gpuhunt's KNOWN_*_GPUS), with the "
+        "memory where dstack knows the name at several sizes, e.g. A100:80GB; None when dstack has none",
+    )
 
 
 # --- Hosts: the system a bought GPU goes into -----------------------------------------------
@@ -379,6 +392,14 @@ class Provider(Entity):
     spot: Spot = Field(description="spot (preemptible) capacity")
     billing: Billing = Field(description="billing granularity and minimum")
     catalog_name: Name | None = Field(None, description="the cloud's name in the offer catalog snapshot")
+    skypilot_cloud: LaunchName | None = Field(
+        None,
+        description="SkyPilot's name for this cloud (`resources.cloud`); None when SkyPilot lacks it",
+    )
+    dstack_backend: LaunchName | None = Field(
+        None,
+        description="dstack's backend type for this cloud (`backends`); None when dstack has none",
+    )
 
 
 class Offer(Entity):

@@ -118,6 +118,27 @@ class Cost(ResponseModel):
     )
 
 
+LaunchTool = Literal["skypilot", "dstack"]
+
+
+class Launch(ResponseModel):
+    """A rented recommendation as specs the engineer can launch: a SkyPilot task YAML
+    (https://docs.skypilot.co/en/latest/reference/yaml-spec.html) and a dstack task run configuration
+    (https://dstack.ai/docs/reference/dstack.yml/task/), each as YAML text."""
+
+    skypilot: str | None = Field(
+        None, description="SkyPilot task YAML (`sky launch task.yaml`); absent when SkyPilot cannot run it"
+    )
+    dstack: str | None = Field(
+        None,
+        description="dstack task run configuration (`dstack apply -f task.dstack.yml`); absent when "
+        "dstack cannot run it",
+    )
+    unavailable: dict[LaunchTool, str] = Field(
+        default_factory=dict, description="each tool whose spec is absent, with why"
+    )
+
+
 class Recommendation(ResponseModel):
     """One hardware option with its plan, memory, speed, cost and justification."""
 
@@ -166,6 +187,10 @@ class Recommendation(ResponseModel):
         None,
         description="date (ISO) the prices this option is costed with were seen: the offer's when rented, "
         "the older of the GPU's and the host's when bought; absent when owned",
+    )
+    launch: Launch | None = Field(
+        None,
+        description="rented: the option as a SkyPilot task and a dstack run configuration, ready to launch",
     )
 
 
