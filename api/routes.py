@@ -12,9 +12,13 @@ from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Response
+from fastapi.responses import JSONResponse
 
 from api.media import BODY_ERRORS, JsonBodyRoute
 from api.openapi import RECOMMEND_EXAMPLES
+from engine.answer.chat.markdown import markdown
+from engine.answer.chat.slack import slack_message
+from engine.models.chat import AnswerFormat, SlackMessage
 from engine.models.kb import Gpu, Host, Model, Offer, Provider
 from engine.models.request import RecommendRequest
 from engine.models.response import RecommendResponse
@@ -47,19 +51,39 @@ CurrentAdvisor = Annotated[Advisor, Depends(current_advisor)]
 
 @router.post(
     "/recommend",
-    response_model=RecommendResponse,
-    responses=REQUEST_ERRORS,
+    response_model=RecommendResponse | SlackMessage,
+    responses={
+        200: {
+            "description": "the answer: JSON by default; a Slack Block Kit message with `format=slack`; "
+            "Markdown with `format=markdown`",
+            "content": {"text/markdown": {"schema": {"type": "string"}}},
+        },
+        **REQUEST_ERRORS,
+    },
     tags=["recommend"],
 )
 async def recommend(
-    body: Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)], advisor: CurrentAdvisor
+    body: Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)],
+    advisor: CurrentAdvisor,
+    answer_format: Annotated[
+        AnswerFormat,
+        Query(
+            alias="format",
+            description="json (the default): the RecommendResponse; slack: a Slack Block Kit message "
+            "(`text` and `blocks`); markdown: the answer as Markdown (text/markdown)",
+        ),
+    ] = "json",
 ) -> Response:
     """Ranked hardware recommendations for one workload, each with its memory per GPU, speed, cost
     and a traced justification. A request no option can satisfy is a 200 with `feasible: false`,
     the reason in `summary`, and in `relaxation` the constraint whose relaxing helps."""
+    answer = advisor.recommend(body)
+    if answer_format == "slack":
+        return JSONResponse(slack_message(answer))
+    if answer_format == "markdown":
+        return Response(content=markdown(answer), media_type="text/markdown")
     # The engine built the response model, so it is valid: serialize it straight to JSON rather
     # than have the framework validate it again and encode it through the json module.
-    answer = advisor.recommend(body)
     return Response(content=answer.model_dump_json(), media_type="application/json")
 
 

@@ -76,7 +76,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
         action="store_true",
-        help="rewrite tests/golden/*.response.json from the current answers (review the diff)",
+        help="rewrite tests/golden/*.response.json and the chat formats' recordings from the current answers "
+        "(review the diff)",
     )
 
 
