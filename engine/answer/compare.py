@@ -51,18 +51,21 @@ def choice_context(ctx: Context, choice: Choice) -> Context:
 
 
 def ranked_choices(judged: Sequence[Judged], planner: Planner) -> dict[int, Ranked]:
-    """The choices that have a plan, by index, best first by the request's objective (ties: the order
-    asked); each score is the best measure over its own, as in a recommendation."""
+    """The choices that have a plan, by index, best first: those that run the job as asked before those
+    that change its method or precision (as in a recommendation), then by the request's objective, then
+    in the order asked. Each score is the first's measure over its own."""
     objective, floor = planner.request.objective, planner.per_user_tps
     measured = sorted(
-        (measure(j.on.best, objective, floor), i, j.on.best) for i, j in enumerate(judged) if j.on.best
+        (_changed(j.on.best, planner.job.task), measure(j.on.best, objective, floor), i, j.on.best)
+        for i, j in enumerate(judged)
+        if j.on.best
     )
     if not measured:
         return {}
-    least = measured[0][0]
+    first = measured[0][1]
     return {
-        i: Ranked(round(least / value, 6) if value > 0 else 1.0, candidate, value)
-        for value, i, candidate in measured
+        i: Ranked(round(first / value, 6) if value > 0 else 1.0, candidate, value)
+        for _, value, i, candidate in measured
     }
 
 
@@ -115,7 +118,7 @@ def verdict(kb: KB, judged: Judged, task: str, precision: str) -> str:
     if best is not None:
         figures = f"{_speed(best)}, {_price(best)}"
         layout = best.spec.layout
-        if layout.method != task or _precision_changed(best):
+        if _changed(best, task):
             changed = layout.method if layout.method != task else layout.precision
             lead = f"does not fit as asked: {needs}" if not fit.fits else "ruled out as asked"
             return f"{lead}; runs as {changed}: {figures}"
@@ -146,8 +149,9 @@ def label(answer: ComparedChoice) -> str:
     return f"{answer.count} x {answer.gpu_name}{how}"
 
 
-def _precision_changed(candidate: Candidate) -> bool:
-    return bool(candidate.plan_attrs.get("precision_changed"))
+def _changed(candidate: Candidate, task: str) -> bool:
+    """The plan changes the requested method or precision."""
+    return candidate.spec.layout.method != task or bool(candidate.plan_attrs.get("precision_changed"))
 
 
 def _speed(candidate: Candidate) -> str:

@@ -62,8 +62,8 @@ class ComparedChoice(ResponseModel):
     rule: str | None = Field(description="the rule that ruled it out, when one did")
     option: Recommendation | None = Field(
         description="the best plan on this choice with the figures of a POST /recommend option (memory "
-        "per GPU, tokens/s, cost, plan, why); its `rank` and `score` order the feasible choices by the "
-        "objective"
+        "per GPU, tokens/s, cost, plan, why); `rank` orders the feasible choices, those that run the job "
+        "as asked first, then by the objective; `score` is the first's measure over this one's"
     )
 
 
