@@ -10,10 +10,18 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from cli.request_input import FLAGS, RequestInputError, apply_flags, read_request_file, to_request
+from cli.request_input import (
+    FLAGS,
+    RequestInputError,
+    apply_flags,
+    read_request_file,
+    to_compare,
+    to_request,
+)
 from engine.knowledge import paths
 from engine.knowledge.catalog import (
     CHANGE_THRESHOLD,
@@ -27,13 +35,15 @@ from engine.knowledge.catalog import (
 from engine.knowledge.kb import read_kb
 from engine.knowledge.lint import lint_kb
 from engine.knowledge.problems import KBInvalid, Problem
+from engine.models.compare import CompareResponse
 from engine.models.kb import KIND_MODELS
+from engine.models.response import RecommendResponse
 from engine.models.rule import Rule
 from engine.planning.workload import InvalidRequest
 from engine.reasoning.engines import EngineConfigError, make_engine
 from engine.reasoning.ruledocs import new_rule_path, rules_markdown, scaffold, with_attribute_tables
 from engine.reasoning.rules import read_rules, run_rule_cases
-from engine.recommend import load_advisor
+from engine.recommend import Advisor, load_advisor
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 EXIT_UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: the address to serve on cannot be listened on
@@ -85,17 +95,30 @@ def _parser() -> argparse.ArgumentParser:
         "body of POST /recommend) and/or flags; flags override the file.",
     )
     advise.add_argument("request", nargs="?", type=Path, help="request file (.yaml, .yml or .json)")
-    for flag in FLAGS:
-        if flag.kind in ("bool", "off"):
-            advise.add_argument(flag.name, action="store_true", help=flag.help)
-        else:
-            kind = {"float": float, "int": int}.get(flag.kind, str)
-            advise.add_argument(flag.name, type=kind, choices=flag.choices, help=flag.help)
-    advise.add_argument("--json", action="store_true", help="print the API's JSON response instead")
+    _request_flags(advise)
     advise.add_argument("--trace", action="store_true", help="also print the rule trace")
-    _kb_option(advise)
-    _rules_option(advise)
     advise.set_defaults(handler=_recommend)
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare hardware choices for a workload, side by side",
+        description='Judge two to four hardware choices for one workload ("why not X?"): for each, '
+        "whether the job fits, a verdict in words and the best plan on it. The workload is a request "
+        "file (the body of POST /recommend, or of POST /compare with its choices) and/or flags.",
+    )
+    compare.add_argument(
+        "request", nargs="?", type=Path, help="request file (.yaml, .yml or .json); flags override it"
+    )
+    compare.add_argument(
+        "--choice",
+        action="append",
+        default=[],
+        metavar="GPU[:COUNT[:HOW]]",
+        help="a choice to compare, e.g. nvidia-rtx-4090:1 or nvidia-h100-sxm:2:rent (HOW: buy, rent or "
+        "owned); give it two to four times",
+    )
+    _request_flags(compare)
+    compare.set_defaults(handler=_compare)
 
     kb = commands.add_parser("kb", help="knowledge-base tools").add_subparsers(title="kb commands")
     lint = kb.add_parser("lint", help="check every KB and rule file; exit 1 on any problem")
@@ -158,6 +181,19 @@ def _whole_number(low: int, high: int | None) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _request_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per request field (cli/request_input.py), --json, --kb and --rules."""
+    for flag in FLAGS:
+        if flag.kind in ("bool", "off"):
+            parser.add_argument(flag.name, action="store_true", help=flag.help)
+        else:
+            kind = {"float": float, "int": int}.get(flag.kind, str)
+            parser.add_argument(flag.name, type=kind, choices=flag.choices, help=flag.help)
+    parser.add_argument("--json", action="store_true", help="print the API's JSON response instead")
+    _kb_option(parser)
+    _rules_option(parser)
 
 
 def _kb_option(parser: argparse.ArgumentParser) -> None:
@@ -336,9 +372,42 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _recommend(args: argparse.Namespace) -> int:
+    def show(response: RecommendResponse) -> None:
+        from cli.report import print_response  # rich only when a table is printed
+
+        print_response(response, show_trace=args.trace)
+
+    return _answer(
+        args, lambda document: to_request(apply_flags(document, vars(args))), Advisor.recommend, show
+    )
+
+
+def _compare(args: argparse.Namespace) -> int:
+    def show(response: CompareResponse) -> None:
+        from cli.report import print_comparison  # rich only when a table is printed
+
+        print_comparison(response)
+
+    return _answer(
+        args, lambda document: to_compare(document, vars(args), args.choice), Advisor.compare, show
+    )
+
+
+Body = TypeVar("Body")
+Answer = TypeVar("Answer", bound=BaseModel)
+
+
+def _answer(
+    args: argparse.Namespace,
+    body_of: Callable[[dict[str, Any]], Body],
+    ask: Callable[[Advisor, Body], Answer],
+    show: Callable[[Answer], None],
+) -> int:
+    """Read the request file and flags into a body, ask the advisor over the KB, and print its answer
+    (the API's JSON with --json); bad input is a message naming the field, exit status 2."""
     try:
         document = read_request_file(args.request) if args.request else {}
-        request = to_request(apply_flags(document, vars(args)))
+        body = body_of(document)
     except RequestInputError as exc:
         print(f"gpu-advisor: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -350,16 +419,14 @@ def _recommend(args: argparse.Namespace) -> int:
         _print_problems(exc.problems)
         return EXIT_PROBLEMS
     try:
-        response = advisor.recommend(request)
+        response = ask(advisor, body)
     except InvalidRequest as exc:
         print(f"gpu-advisor: {'.'.join(exc.loc)}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.json:
         print(response.model_dump_json(indent=2))
     else:
-        from cli.report import print_response  # rich only when a table is printed
-
-        print_response(response, show_trace=args.trace)
+        show(response)
     return EXIT_OK
 
 
