@@ -112,7 +112,8 @@ def verdict(kb: KB, judged: Judged, task: str, precision: str) -> str:
     choice, on, fit = judged.choice, judged.on, judged.fit
     if on.options == 0:
         how = {"buy": "buy", "rent": "rent", "owned": "own"}.get(choice.acquisition or "", "get")
-        return f"not available: no way to {how} {choice.count} x {kb.gpus[choice.gpu].name} here"
+        name = kb.gpus[choice.gpu].name
+        return f"not available: no way to {how} {choice.count} x {name} in the knowledge base"
     needs = f"needs {fit.per_gpu_gb:.1f} GB of {fit.vram_per_gpu_gb:g}"
     best = on.best
     if best is not None:
