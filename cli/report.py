@@ -30,25 +30,36 @@ def render(response: RecommendResponse, *, show_trace: bool = False) -> Group:
 
 
 def options_table(response: RecommendResponse) -> Table:
+    table = _options_columns("#")
+    for option in response.recommendations:
+        table.add_row(
+            str(option.rank), f"{option.gpu_count} x {short_name(option.gpu_name)}", *_figures(option)
+        )
+    return table
+
+
+def _options_columns(first: str) -> Table:
+    """The columns of an options table: `first`, the GPUs, how they are got, the plan, its figures."""
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    table.add_column("#", justify="right")
+    table.add_column(first, justify="right")
     table.add_column("GPUs", ratio=3)
     table.add_column("Get", ratio=2)
     table.add_column("Plan", ratio=2)
     for name in ("GB/GPU", "tok/s", "Cost", "Total"):
         table.add_column(name, justify="right", no_wrap=True)
-    for option in response.recommendations:
-        table.add_row(
-            str(option.rank),
-            f"{option.gpu_count} x {short_name(option.gpu_name)}",
-            _acquired(option),
-            _plan(option),
-            f"{option.memory.per_gpu_gb:.1f}/{option.vram_per_gpu_gb:g}",
-            f"{option.throughput.tokens_per_s:,.0f}",
-            _price(option),
-            _usd(option.cost.horizon_cost_usd, cents=option.cost.horizon_cost_usd < 100),
-        )
     return table
+
+
+def _figures(option: Recommendation) -> list[str]:
+    """An option's row after its GPUs: how they are got, the plan, GB per GPU, tokens/s, cost, total."""
+    return [
+        _acquired(option),
+        _plan(option),
+        f"{option.memory.per_gpu_gb:.1f}/{option.vram_per_gpu_gb:g}",
+        f"{option.throughput.tokens_per_s:,.0f}",
+        _price(option),
+        _usd(option.cost.horizon_cost_usd, cents=option.cost.horizon_cost_usd < 100),
+    ]
 
 
 def short_name(name: str) -> str:
@@ -105,7 +116,7 @@ def render_comparison(response: CompareResponse) -> Group:
         grid.add_column()
     for choice in response.choices:
         verdicts.add_row(f"{_choice_label(choice)}:", choice.verdict)
-        why.add_row(f"{_choice_label(choice)}:", choice.why)
+        why.add_row(f"{_choice_label(choice)}:", choice.fit.why)
     parts: list[RenderableType] = [Text(response.summary, style="bold"), Text(""), comparison_table(response)]
     parts += [Text(""), Text("Verdicts", style="bold"), verdicts, Text(""), Text("Why", style="bold"), why]
     if response.warnings:
@@ -118,29 +129,14 @@ def render_comparison(response: CompareResponse) -> Group:
 def comparison_table(response: CompareResponse) -> Table:
     """One row per choice, in the order asked: its rank among those that run (- for none), GPUs, how
     they are got, the plan and its figures (where no plan runs, the memory per GPU it needs as asked)."""
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    table.add_column("Rank", justify="right")
-    table.add_column("GPUs", ratio=3)
-    table.add_column("Get", ratio=2)
-    table.add_column("Plan", ratio=2)
-    for name in ("GB/GPU", "tok/s", "Cost", "Total"):
-        table.add_column(name, justify="right", no_wrap=True)
+    table = _options_columns("Rank")
     for choice in response.choices:
         option = choice.option
         if option is None:
-            memory = f"{choice.per_gpu_gb:.1f}/{choice.vram_per_gpu_gb:g}"
+            memory = f"{choice.fit.per_gpu_gb:.1f}/{choice.fit.vram_per_gpu_gb:g}"
             table.add_row("-", _choice_label(choice), choice.acquisition or "any", "-", memory, "-", "-", "-")
-            continue
-        table.add_row(
-            str(option.rank),
-            _choice_label(choice),
-            _acquired(option),
-            _plan(option),
-            f"{option.memory.per_gpu_gb:.1f}/{option.vram_per_gpu_gb:g}",
-            f"{option.throughput.tokens_per_s:,.0f}",
-            _price(option),
-            _usd(option.cost.horizon_cost_usd, cents=option.cost.horizon_cost_usd < 100),
-        )
+        else:
+            table.add_row(str(option.rank), _choice_label(choice), *_figures(option))
     return table
 
 

@@ -32,7 +32,7 @@ from engine.answer.parts import (
 from engine.answer.ranking import measure, rank
 from engine.answer.relaxation import relaxation_of
 from engine.answer.summary import summary
-from engine.answer.target import on_target, target_fit
+from engine.answer.target import fit_on, on_target
 from engine.knowledge.cache import CheckedKB
 from engine.knowledge.graph import KBGraph
 from engine.knowledge.kb import KB
@@ -150,6 +150,7 @@ class Advisor:
         ranked = rank(candidates, request.objective, planner.per_user_tps)
         top = ranked[: request.top_k]
         target = on_target(self.searcher, planner, ctx, request, ranked)
+        named = request.constraints.target_hardware
         precision = planner.base_precision
         way_out = None if top else find_way_out(planner, search, request.objective, measure)
         relaxation = None if way_out is None else relaxation_of(way_out, self.rules, request.objective)
@@ -169,7 +170,7 @@ class Advisor:
                 recommendation(i + 1, r, policy, outcome, job, cited) for i, r in enumerate(top)
             ],
             rejected=rejected(search.rejections),
-            target_fit=target_fit(self.kb, planner, request, target, search.rejections),
+            target_fit=None if named is None else fit_on(self.kb, planner, named, target, search.rejections),
             trace=trace(outcome, self.rules, cited),
             warnings=warnings(job, policy) + price_warnings,
             assumptions=assumptions(job, policy),

@@ -23,15 +23,10 @@ from tests.golden_support import as_text, recorded
 
 GOLDEN_COMPARE = Path(__file__).parent / "golden_compare"
 
-SERVE_70B_FP16: dict[str, Any] = {
-    "workload": {
-        "task": "inference",
-        "model": "llama-2-70b",
-        "precision": "fp16",
-        "batch_size": 1,
-        "seq_len": 4096,
-    }
-}
+SERVE_70B_FP16: dict[str, Any] = json.loads(
+    (GOLDEN_COMPARE / "why-not-a-4090-70b-fp16.request.json").read_text(encoding="utf-8")
+)["request"]
+"""llama-2-70b served in fp16, one sequence of 4,096 tokens"""
 SMALL: dict[str, Any] = {"workload": {"task": "inference", "model": "mistral-7b"}}
 VERDICT_FIGURES = r"\d[\d,]* tok/s, \$[\d,.]+(/h| to buy)"
 
@@ -54,15 +49,17 @@ def seventy_b(advisor: Advisor) -> CompareResponse:
 def test_a_70b_model_in_fp16_does_not_fit_a_4090_and_fits_four_h100s(seventy_b: CompareResponse) -> None:
     one_4090, two_h100, four_h100 = seventy_b.choices
     needs = re.fullmatch(r"does not fit: needs (\d+\.\d) GB of 24", one_4090.verdict)
-    assert needs and float(needs[1]) == pytest.approx(one_4090.per_gpu_gb, abs=0.05) and float(needs[1]) > 24
-    assert not one_4090.fits and not one_4090.feasible and one_4090.option is None
+    assert (
+        needs and float(needs[1]) == pytest.approx(one_4090.fit.per_gpu_gb, abs=0.05) and float(needs[1]) > 24
+    )
+    assert not one_4090.fit.fits and not one_4090.feasible and one_4090.option is None
     assert one_4090.ruled_out and one_4090.rule  # the memory rule, in its own words
     # 70B in fp16 is 138 GB of weights: two 80 GB GPUs hold it only in 8 bits, four as asked.
-    assert not two_h100.fits and two_h100.feasible
+    assert not two_h100.fit.fits and two_h100.feasible
     assert re.fullmatch(
         rf"does not fit as asked: needs 8\d\.\d GB of 80; runs as int8: {VERDICT_FIGURES}", two_h100.verdict
     )
-    assert four_h100.fits and four_h100.feasible
+    assert four_h100.fit.fits and four_h100.feasible
     assert re.fullmatch(rf"fits, {VERDICT_FIGURES}", four_h100.verdict)
     assert four_h100.option is not None and four_h100.option.precision == "fp16"
     # Run as asked ranks first, as in a recommendation; the substitute after it.
@@ -87,7 +84,7 @@ def test_each_choice_has_the_figures_recommend_gives_for_the_same_hardware(
         answer = advisor.recommend(RecommendRequest.model_validate({**SERVE_70B_FP16, "constraints": target}))
         fit = answer.target_fit
         assert fit is not None
-        assert (fit.fits, fit.per_gpu_gb, fit.why) == (choice.fits, choice.per_gpu_gb, choice.why)
+        assert fit == choice.fit
         assert (fit.throughput, fit.cost) == (option.throughput, option.cost)
     # And the same option as a ranked recommendation on four GPUs.
     four = {"gpu_count": 4, "vendors": ["nvidia"]}
@@ -137,7 +134,7 @@ def test_a_choice_the_constraints_rule_out_says_which_rule(advisor: Advisor) -> 
     )
     used_3090, rented, pcie = answer.choices
     assert used_3090.feasible and answer.best == 0
-    assert rented.fits and not rented.feasible and rented.rule == "buy-only"
+    assert rented.fit.fits and not rented.feasible and rented.rule == "buy-only"
     assert rented.verdict.startswith("fits, but ruled out: Only hardware bought")
     assert pcie.rule == "budget-is-a-hard-filter" and "budget of $3,000" in pcie.verdict
 

@@ -91,12 +91,8 @@ def compared(
                 count=j.choice.count,
                 acquisition=j.choice.acquisition,
                 verdict=verdict(kb, j, job.task, precision),
-                fits=j.fit.fits,
                 feasible=found is not None,
-                per_gpu_gb=j.fit.per_gpu_gb,
-                vram_per_gpu_gb=j.fit.vram_per_gpu_gb,
-                why=j.fit.why,
-                alternatives=j.fit.alternatives,
+                fit=j.fit,
                 ruled_out=first.reason if first else None,
                 rule=first.rule if first else None,
                 option=None

@@ -66,19 +66,6 @@ def plan_on(
     return OnHardware(best[0].candidate if best else None, rejections, len(options))
 
 
-def target_fit(
-    kb: KB,
-    planner: Planner,
-    request: RecommendRequest,
-    on_target: Candidate | None = None,
-    rejections: Sequence[Rejection] = (),
-) -> TargetFit | None:
-    target = request.constraints.target_hardware
-    if target is None:
-        return None
-    return fit_on(kb, planner, target, on_target, rejections)
-
-
 def fit_on(
     kb: KB,
     planner: Planner,

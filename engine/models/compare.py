@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from engine.models.request import HardwareCount, RecommendRequest, RequestModel
-from engine.models.response import Recommendation, Requirements, ResponseModel, TraceStep
+from engine.models.response import Recommendation, Requirements, ResponseModel, TargetFit, TraceStep
 
 MIN_CHOICES, MAX_CHOICES = 2, 4
 
@@ -45,16 +45,10 @@ class ComparedChoice(ResponseModel):
         description='the verdict in a few words, e.g. "fits, 46 tok/s, $0.61/h" or '
         '"does not fit: needs 31 GB of 24"'
     )
-    fits: bool = Field(
-        description="the requested method and precision fit each GPU's memory less the headroom kept free"
-    )
     feasible: bool = Field(description="a plan on this choice passes every constraint (`option` is set)")
-    per_gpu_gb: float = Field(description="least memory per GPU the job needs as asked, GB")
-    vram_per_gpu_gb: float = Field(description="memory of each GPU the job can use, GB")
-    why: str = Field(description="the verdict in full: memory, ways to make it run, the best plan on it")
-    alternatives: list[str] = Field(
-        description="what fits when the job as asked does not: another method, lower-precision weights, "
-        "offload, parallelism, more GPUs"
+    fit: TargetFit = Field(
+        description="whether the job as asked fits this choice's memory, by how much, the ways to make it "
+        "run, and the best plan on it: what target_fit says of constraints.target_hardware"
     )
     ruled_out: str | None = Field(
         description="why no plan on this choice passes, when none does (the first rule's reason)"
