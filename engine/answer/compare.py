@@ -117,8 +117,9 @@ def verdict(kb: KB, judged: Judged, task: str, precision: str) -> str:
         layout = best.spec.layout
         if _changed(best, task):
             changed = layout.method if layout.method != task else layout.precision
-            lead = f"does not fit as asked: {needs}" if not fit.fits else "ruled out as asked"
-            return f"{lead}; runs as {changed}: {figures}"
+            if fit.fits:
+                return f"fits, but runs within the constraints only as {changed}: {figures}"
+            return f"does not fit as asked: {needs}; runs as {changed}: {figures}"
         return f"fits, {figures}"
     if fit.per_gpu_gb == 0 and not fit.fits:
         return f"does not fit: no allowed way to spread the job over {choice.count} GPUs"
