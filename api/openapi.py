@@ -70,6 +70,41 @@ RECOMMEND_EXAMPLES: dict[str, dict[str, Any]] = {
     },
 }
 
+COMPARE_EXAMPLES: dict[str, dict[str, Any]] = {
+    "why-not-a-4090": {
+        "summary": "Serve a 70B model in fp16: one RTX 4090, or H100s?",
+        "value": {
+            "request": {
+                "workload": {
+                    "task": "inference",
+                    "model": "llama-2-70b",
+                    "precision": "fp16",
+                    "batch_size": 1,
+                    "seq_len": 4096,
+                }
+            },
+            "choices": [
+                {"gpu": "nvidia-rtx-4090", "count": 1},
+                {"gpu": "nvidia-h100-sxm", "count": 2},
+                {"gpu": "nvidia-h100-sxm", "count": 4, "acquisition": "rent"},
+            ],
+        },
+    },
+    "buy-or-rent": {
+        "summary": "QLoRA of an 8B model: buy a used RTX 3090, or rent an A100?",
+        "value": {
+            "request": {
+                "workload": {"task": "qlora", "model": "llama-3-1-8b", "batch_size": 2, "seq_len": 2048},
+                "objective": "cheapest",
+            },
+            "choices": [
+                {"gpu": "nvidia-rtx-3090", "count": 1, "acquisition": "buy"},
+                {"gpu": "nvidia-a100-sxm-80gb", "count": 1, "acquisition": "rent"},
+            ],
+        },
+    },
+}
+
 
 def _link(operation_id: str, parameter: str, expression: str, description: str) -> dict[str, Any]:
     return {
@@ -105,6 +140,9 @@ LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("/rules", "get"): {
         "RuleDetail": _link("get_rule", "rule_id", "$response.body#/0/id", "the first rule in full"),
     },
+    ("/compare", "post"): {
+        "ComparedGpu": _link("get_gpu", "gpu_id", "$response.body#/choices/0/gpu", "the first choice's GPU"),
+    },
     ("/recommend", "post"): {
         "RecommendedGpu": _link(
             "get_gpu", "gpu_id", "$response.body#/recommendations/0/gpu", "the best option's GPU"
@@ -129,6 +167,7 @@ def kb_aware_openapi(app: FastAPI, kb: KB) -> dict[str, Any]:
     schemas = document.get("components", {}).get("schemas", {})
     _enum(schemas.get("Workload", {}), "model", sorted(kb.models))
     _enum(schemas.get("HardwareCount", {}), "gpu", sorted(kb.gpus))
+    _enum(schemas.get("Choice", {}), "gpu", sorted(kb.gpus))
     _enum(schemas.get("Constraints", {}), "providers", sorted(kb.providers))
     for (path, method), links in LINKS.items():
         document["paths"][path][method]["responses"]["200"]["links"] = links

@@ -15,10 +15,11 @@ from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Res
 from fastapi.responses import JSONResponse
 
 from api.media import BODY_ERRORS, JsonBodyRoute
-from api.openapi import RECOMMEND_EXAMPLES
+from api.openapi import COMPARE_EXAMPLES, RECOMMEND_EXAMPLES
 from engine.answer.chat.markdown import markdown
 from engine.answer.chat.slack import slack_message
 from engine.models.chat import AnswerFormat, SlackMessage
+from engine.models.compare import CompareRequest, CompareResponse
 from engine.models.kb import Gpu, Host, Model, Offer, Provider
 from engine.models.request import RecommendRequest
 from engine.models.response import RecommendResponse
@@ -84,6 +85,29 @@ async def recommend(
         return Response(content=markdown(answer), media_type="text/markdown")
     # The engine built the response model, so it is valid: serialize it straight to JSON rather
     # than have the framework validate it again and encode it through the json module.
+    return Response(content=answer.model_dump_json(), media_type="application/json")
+
+
+@router.post(
+    "/compare",
+    response_model=CompareResponse,
+    responses={
+        **BODY_ERRORS,
+        413: {"model": ErrorDetail, "description": "request body over 64 KB"},
+        422: {
+            "description": "a field is invalid (fewer than 2 or more than 4 choices, a count below 1) or "
+            "names an id the KB lacks; `detail[].loc` names it"
+        },
+    },
+    tags=["recommend"],
+)
+async def compare(
+    body: Annotated[CompareRequest, Body(openapi_examples=COMPARE_EXAMPLES)], advisor: CurrentAdvisor
+) -> Response:
+    """Two to four hardware choices for one request, side by side ("why not X?"): for each, whether
+    the job fits, a verdict in words, and the best plan on it with the figures of a recommendation
+    (memory per GPU, tokens/s, cost, plan). A choice nothing runs on is judged, not an error."""
+    answer = advisor.compare(body)
     return Response(content=answer.model_dump_json(), media_type="application/json")
 
 

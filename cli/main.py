@@ -10,12 +10,19 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from cli.launch import TOOLS, launch_spec
-from cli.request_input import FLAGS, RequestInputError, apply_flags, read_request_file, to_request
+from cli.request_input import (
+    FLAGS,
+    RequestInputError,
+    apply_flags,
+    read_request_file,
+    to_compare,
+    to_request,
+)
 from engine.knowledge import paths
 from engine.knowledge.catalog import (
     CHANGE_THRESHOLD,
@@ -29,8 +36,9 @@ from engine.knowledge.catalog import (
 from engine.knowledge.kb import read_kb
 from engine.knowledge.lint import lint_kb
 from engine.knowledge.problems import KBInvalid, Problem
+from engine.models.compare import CompareResponse
 from engine.models.kb import KIND_MODELS
-from engine.models.request import RecommendRequest
+from engine.models.response import RecommendResponse
 from engine.models.rule import Rule
 from engine.planning.workload import InvalidRequest
 from engine.reasoning.engines import EngineConfigError, make_engine
@@ -38,7 +46,6 @@ from engine.reasoning.ruledocs import new_rule_path, rules_markdown, scaffold, w
 from engine.reasoning.rules import read_rules, run_rule_cases
 from engine.recommend import Advisor, load_advisor
 
-T = TypeVar("T")
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 EXIT_UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: the address to serve on cannot be listened on
 
@@ -88,16 +95,14 @@ def _parser() -> argparse.ArgumentParser:
         description="Recommend hardware for a workload given as a request file (YAML or JSON, the "
         "body of POST /recommend) and/or flags; flags override the file.",
     )
-    _request_arguments(advise)
-    advise.add_argument("--json", action="store_true", help="print the API's JSON response instead")
+    advise.add_argument("request", nargs="?", type=Path, help="request file (.yaml, .yml or .json)")
+    _request_flags(advise)
     advise.add_argument("--trace", action="store_true", help="also print the rule trace")
     advise.add_argument(
         "--launch",
         choices=TOOLS,
         help="print the first rented recommendation as a SkyPilot task or a dstack run configuration (YAML)",
     )
-    _kb_option(advise)
-    _rules_option(advise)
     advise.set_defaults(handler=_recommend)
 
     report = commands.add_parser(
@@ -106,11 +111,31 @@ def _parser() -> argparse.ArgumentParser:
         description="The answer to a request (a file and/or the recommend flags) as one self-contained "
         "HTML page a reviewer can read, print to PDF and archive.",
     )
-    _request_arguments(report)
+    report.add_argument("request", nargs="?", type=Path, help="request file (.yaml, .yml or .json)")
+    _request_flags(report, json=False)
     report.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
-    _kb_option(report)
-    _rules_option(report)
     report.set_defaults(handler=_report)
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare hardware choices for a workload, side by side",
+        description='Judge two to four hardware choices for one workload ("why not X?"): for each, '
+        "whether the job fits, a verdict in words and the best plan on it. The workload is a request "
+        "file (the body of POST /recommend, or of POST /compare with its choices) and/or flags.",
+    )
+    compare.add_argument(
+        "request", nargs="?", type=Path, help="request file (.yaml, .yml or .json); flags override it"
+    )
+    compare.add_argument(
+        "--choice",
+        action="append",
+        default=[],
+        metavar="GPU[:COUNT[:HOW]]",
+        help="a choice to compare, e.g. nvidia-rtx-4090:1 or nvidia-h100-sxm:2:rent (HOW: buy, rent or "
+        "owned); give it two to four times",
+    )
+    _request_flags(compare)
+    compare.set_defaults(handler=_compare)
 
     kb = commands.add_parser("kb", help="knowledge-base tools").add_subparsers(title="kb commands")
     lint = kb.add_parser("lint", help="check every KB and rule file; exit 1 on any problem")
@@ -173,6 +198,21 @@ def _whole_number(low: int, high: int | None) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _request_flags(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
+    """One flag per request field (cli/request_input.py), --json (unless `json` is false), --kb and
+    --rules."""
+    for flag in FLAGS:
+        if flag.kind in ("bool", "off"):
+            parser.add_argument(flag.name, action="store_true", help=flag.help)
+        else:
+            kind = {"float": float, "int": int}.get(flag.kind, str)
+            parser.add_argument(flag.name, type=kind, choices=flag.choices, help=flag.help)
+    if json:
+        parser.add_argument("--json", action="store_true", help="print the API's JSON response instead")
+    _kb_option(parser)
+    _rules_option(parser)
 
 
 def _kb_option(parser: argparse.ArgumentParser) -> None:
@@ -350,23 +390,69 @@ def _stats(args: argparse.Namespace) -> int:
     return EXIT_OK if not loaded.problems else EXIT_PROBLEMS
 
 
-def _request_arguments(parser: argparse.ArgumentParser) -> None:
-    """A request file and the flags that set its fields (cli/request_input.py)."""
-    parser.add_argument("request", nargs="?", type=Path, help="request file (.yaml, .yml or .json)")
-    for flag in FLAGS:
-        if flag.kind in ("bool", "off"):
-            parser.add_argument(flag.name, action="store_true", help=flag.help)
-        else:
-            kind = {"float": float, "int": int}.get(flag.kind, str)
-            parser.add_argument(flag.name, type=kind, choices=flag.choices, help=flag.help)
+def _recommend(args: argparse.Namespace) -> int:
+    def show(response: RecommendResponse) -> int:
+        if args.launch:
+            text, why = launch_spec(response, args.launch)
+            if text is None:
+                print(f"gpu-advisor: {why}", file=sys.stderr)
+                return EXIT_PROBLEMS
+            print(text, end="")
+            return EXIT_OK
+        from cli.report import print_response  # rich only when a table is printed
+
+        print_response(response, show_trace=args.trace)
+        return EXIT_OK
+
+    return _answer(
+        args, lambda document: to_request(apply_flags(document, vars(args))), Advisor.recommend, show
+    )
 
 
-def _request_and_advisor(args: argparse.Namespace) -> tuple[RecommendRequest, Advisor] | int:
-    """The request the file and flags make and the advisor over the KB and rules, or the exit code
-    after saying why there is none."""
+def _report(args: argparse.Namespace) -> int:
+    def write(page: str) -> int:
+        output: Path = args.output
+        try:
+            output.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            print(f"gpu-advisor: {output}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"wrote {output} ({len(page) // 1024} KB)")
+        return EXIT_OK
+
+    return _answer(
+        args, lambda document: to_request(apply_flags(document, vars(args))), Advisor.report, write
+    )
+
+
+def _compare(args: argparse.Namespace) -> int:
+    def show(response: CompareResponse) -> int:
+        from cli.report import print_comparison  # rich only when a table is printed
+
+        print_comparison(response)
+        return EXIT_OK
+
+    return _answer(
+        args, lambda document: to_compare(document, vars(args), args.choice), Advisor.compare, show
+    )
+
+
+Body = TypeVar("Body")
+Answer = TypeVar("Answer")
+
+
+def _answer(
+    args: argparse.Namespace,
+    body_of: Callable[[dict[str, Any]], Body],
+    ask: Callable[[Advisor, Body], Answer],
+    show: Callable[[Answer], int],
+) -> int:
+    """Read the request file and flags into a body, ask the advisor over the KB, and print its answer
+    (the API's JSON with --json, unless a --launch spec is asked for); bad input is a message naming
+    the field, exit status 2."""
     try:
         document = read_request_file(args.request) if args.request else {}
-        request = to_request(apply_flags(document, vars(args)))
+        body = body_of(document)
     except RequestInputError as exc:
         print(f"gpu-advisor: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -377,53 +463,15 @@ def _request_and_advisor(args: argparse.Namespace) -> tuple[RecommendRequest, Ad
     except KBInvalid as exc:
         _print_problems(exc.problems)
         return EXIT_PROBLEMS
-    return request, advisor
-
-
-def _answered(args: argparse.Namespace, answer: Callable[[Advisor, RecommendRequest], T]) -> T | int:
-    """`answer` to the request the file and flags make, or the exit code after saying why not."""
-    found = _request_and_advisor(args)
-    if isinstance(found, int):
-        return found
-    request, advisor = found
     try:
-        return answer(advisor, request)
+        response = ask(advisor, body)
     except InvalidRequest as exc:
         print(f"gpu-advisor: {'.'.join(exc.loc)}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-
-
-def _report(args: argparse.Namespace) -> int:
-    page = _answered(args, Advisor.report)
-    if isinstance(page, int):
-        return page
-    output: Path = args.output
-    try:
-        output.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        print(f"gpu-advisor: {output}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
-        return EXIT_USAGE
-    print(f"wrote {output} ({len(page) // 1024} KB)")
-    return EXIT_OK
-
-
-def _recommend(args: argparse.Namespace) -> int:
-    response = _answered(args, Advisor.recommend)
-    if isinstance(response, int):
-        return response
-    if args.launch:
-        text, why = launch_spec(response, args.launch)
-        if text is None:
-            print(f"gpu-advisor: {why}", file=sys.stderr)
-            return EXIT_PROBLEMS
-        print(text, end="")
-    elif args.json:
+    if getattr(args, "json", False) and not getattr(args, "launch", None) and isinstance(response, BaseModel):
         print(response.model_dump_json(indent=2))
-    else:
-        from cli.report import print_response  # rich only when a table is printed
-
-        print_response(response, show_trace=args.trace)
-    return EXIT_OK
+        return EXIT_OK
+    return show(response)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from engine.models.compare import ComparedChoice, CompareResponse
 from engine.models.response import Recommendation, RecommendResponse
 
 BRAND_WORDS = frozenset({"NVIDIA", "GeForce", "AMD", "Radeon", "Instinct", "Intel", "Apple"})
@@ -29,25 +30,36 @@ def render(response: RecommendResponse, *, show_trace: bool = False) -> Group:
 
 
 def options_table(response: RecommendResponse) -> Table:
+    table = _options_columns("#")
+    for option in response.recommendations:
+        table.add_row(
+            str(option.rank), f"{option.gpu_count} x {short_name(option.gpu_name)}", *_figures(option)
+        )
+    return table
+
+
+def _options_columns(first: str) -> Table:
+    """The columns of an options table: `first`, the GPUs, how they are got, the plan, its figures."""
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    table.add_column("#", justify="right")
+    table.add_column(first, justify="right")
     table.add_column("GPUs", ratio=3)
     table.add_column("Get", ratio=2)
     table.add_column("Plan", ratio=2)
     for name in ("GB/GPU", "tok/s", "Cost", "Total"):
         table.add_column(name, justify="right", no_wrap=True)
-    for option in response.recommendations:
-        table.add_row(
-            str(option.rank),
-            f"{option.gpu_count} x {short_name(option.gpu_name)}",
-            _acquired(option),
-            _plan(option),
-            f"{option.memory.per_gpu_gb:.1f}/{option.vram_per_gpu_gb:g}",
-            f"{option.throughput.tokens_per_s:,.0f}",
-            _price(option),
-            _usd(option.cost.horizon_cost_usd, cents=option.cost.horizon_cost_usd < 100),
-        )
     return table
+
+
+def _figures(option: Recommendation) -> list[str]:
+    """An option's row after its GPUs: how they are got, the plan, GB per GPU, tokens/s, cost, total."""
+    return [
+        _acquired(option),
+        _plan(option),
+        f"{option.memory.per_gpu_gb:.1f}/{option.vram_per_gpu_gb:g}",
+        f"{option.throughput.tokens_per_s:,.0f}",
+        _price(option),
+        _usd(option.cost.horizon_cost_usd, cents=option.cost.horizon_cost_usd < 100),
+    ]
 
 
 def short_name(name: str) -> str:
@@ -92,6 +104,48 @@ def trace_table(response: RecommendResponse) -> Table:
 
 def print_response(response: RecommendResponse, *, show_trace: bool, console: Console | None = None) -> None:
     (console or Console()).print(render(response, show_trace=show_trace))
+
+
+def render_comparison(response: CompareResponse) -> Group:
+    """A comparison: the summary, the choices side by side in the order asked, each one's verdict and
+    why, the warnings."""
+    verdicts = Table.grid(padding=(0, 1))
+    why = Table.grid(padding=(0, 1))
+    for grid in (verdicts, why):
+        grid.add_column(no_wrap=True)
+        grid.add_column()
+    for choice in response.choices:
+        verdicts.add_row(f"{_choice_label(choice)}:", choice.verdict)
+        why.add_row(f"{_choice_label(choice)}:", choice.fit.why)
+    parts: list[RenderableType] = [Text(response.summary, style="bold"), Text(""), comparison_table(response)]
+    parts += [Text(""), Text("Verdicts", style="bold"), verdicts, Text(""), Text("Why", style="bold"), why]
+    if response.warnings:
+        parts += [Text(""), Text("Warnings", style="bold yellow")]
+        parts += [Text(f"  - {warning}") for warning in response.warnings]
+    parts.append(Text(f"\nkb {response.kb_version} · prices as of {response.prices_as_of}", style="dim"))
+    return Group(*parts)
+
+
+def comparison_table(response: CompareResponse) -> Table:
+    """One row per choice, in the order asked: its rank among those that run (- for none), GPUs, how
+    they are got, the plan and its figures (where no plan runs, the memory per GPU it needs as asked)."""
+    table = _options_columns("Rank")
+    for choice in response.choices:
+        option = choice.option
+        if option is None:
+            memory = f"{choice.fit.per_gpu_gb:.1f}/{choice.fit.vram_per_gpu_gb:g}"
+            table.add_row("-", _choice_label(choice), choice.acquisition or "any", "-", memory, "-", "-", "-")
+        else:
+            table.add_row(str(option.rank), _choice_label(choice), *_figures(option))
+    return table
+
+
+def _choice_label(choice: ComparedChoice) -> str:
+    return f"{choice.count} x {short_name(choice.gpu_name)}"
+
+
+def print_comparison(response: CompareResponse, console: Console | None = None) -> None:
+    (console or Console()).print(render_comparison(response))
 
 
 def _acquired(option: Recommendation) -> str:

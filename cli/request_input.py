@@ -11,8 +11,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine.knowledge.documents import ReadError, parse_yaml_mapping
+from engine.models.compare import CompareRequest
 from engine.models.request import RecommendRequest
 
+ACQUISITIONS = ("buy", "rent", "owned")
+"""how a compared choice's GPUs are got (`Choice.acquisition`)"""
 MAX_REQUEST_FILE_BYTES = 64 * 1024
 """The same limit as the HTTP API's request body."""
 
@@ -177,8 +180,43 @@ def to_request(document: dict[str, Any]) -> RecommendRequest:
     try:
         return RecommendRequest.model_validate(document)
     except ValidationError as exc:
-        lines = [f"  {'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors()]
-        raise RequestInputError("the request is not valid:\n" + "\n".join(lines)) from None
+        raise _invalid("the request", exc) from None
+
+
+def to_compare(document: dict[str, Any], values: dict[str, Any], choices: list[str]) -> CompareRequest:
+    """The validated `POST /compare` body: `document` is a request (or a compare body with its own
+    choices), the flags are written on its request, and each `--choice` GPU[:COUNT[:HOW]] is added."""
+    if "request" in document or "choices" in document:
+        request, listed = document.get("request", {}), document.get("choices", [])
+    else:
+        request, listed = document, []
+    if not isinstance(request, dict) or not isinstance(listed, list):
+        raise RequestInputError("the file's `request` must be a mapping and its `choices` a list")
+    body = {"request": apply_flags(request, values), "choices": [*listed, *map(_choice, choices)]}
+    try:
+        return CompareRequest.model_validate(body)
+    except ValidationError as exc:
+        raise _invalid("the comparison", exc) from None
+
+
+def _invalid(what: str, exc: ValidationError) -> RequestInputError:
+    """An error naming each wrong field of `what`."""
+    lines = [f"  {'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors()]
+    return RequestInputError(f"{what} is not valid:\n" + "\n".join(lines))
+
+
+def _choice(text: str) -> dict[str, Any]:
+    """GPU[:COUNT[:HOW]] as a choice: nvidia-h100-sxm:2:rent."""
+    gpu, _, rest = text.strip().partition(":")
+    count, _, how = rest.partition(":")
+    choice = _hardware(f"{gpu}:{count}" if count else gpu)
+    if how:
+        if how not in ACQUISITIONS:
+            raise RequestInputError(
+                f"{text!r}: HOW is one of {', '.join(ACQUISITIONS)}, e.g. nvidia-h100-sxm:2:rent"
+            )
+        choice["acquisition"] = how
+    return choice
 
 
 def _dest(flag: Flag) -> str:

@@ -13,7 +13,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
+from typing import NamedTuple
 
+from engine.answer.compare import compared, judge, ranked_choices
+from engine.answer.compare import summary as compare_summary
 from engine.answer.explain import trace
 from engine.answer.parts import (
     assumptions,
@@ -30,10 +33,11 @@ from engine.answer.ranking import measure, rank
 from engine.answer.relaxation import relaxation_of
 from engine.answer.report import report_html
 from engine.answer.summary import summary
-from engine.answer.target import on_target, target_fit
+from engine.answer.target import fit_on, on_target
 from engine.knowledge.cache import CheckedKB
 from engine.knowledge.graph import KBGraph
 from engine.knowledge.kb import KB
+from engine.models.compare import CompareRequest, CompareResponse
 from engine.models.request import MAX_TOP_K, RecommendRequest
 from engine.models.response import RecommendResponse
 from engine.models.rule import Rule, Scalar
@@ -42,10 +46,21 @@ from engine.planning.planner import Planner
 from engine.planning.requirements import hardware_facts, requirements, sizing_facts
 from engine.planning.search import Searcher, as_asked
 from engine.planning.way_out import find_way_out
-from engine.planning.workload import Job, resolve
+from engine.planning.workload import InvalidRequest, Job, UnknownReference, resolve
 from engine.reasoning.engines import RuleEngine, make_engine
 from engine.reasoning.facts import request_facts
 from engine.reasoning.policy import Policy, policy_from
+from engine.reasoning.refengine import Outcome
+
+
+class Reasoned(NamedTuple):
+    """A request through the rules: what planning any hardware for it starts from."""
+
+    job: Job
+    outcome: Outcome
+    policy: Policy
+    planner: Planner
+    ctx: Context
 
 
 class Advisor:
@@ -112,13 +127,19 @@ class Advisor:
 
     # --- the pipeline --------------------------------------------------------------------------
 
-    def recommend(self, request: RecommendRequest) -> RecommendResponse:
+    def reasoned(self, request: RecommendRequest) -> Reasoned:
+        """The request as a job, through the rules, to a planner and the hardware context."""
         job = resolve(request, self.kb)
         facts = self.facts(request, job)
         outcome = self.engine.run(facts)
         policy = policy_from(outcome, self.rules)
         planner = self.planner(job, policy, request)
-        ctx = context_for(request, spot="spot" in policy.suggested("pricing"))
+        return Reasoned(
+            job, outcome, policy, planner, context_for(request, spot="spot" in policy.suggested("pricing"))
+        )
+
+    def recommend(self, request: RecommendRequest) -> RecommendResponse:
+        job, outcome, policy, planner, ctx = self.reasoned(request)
         # First the plans that keep the requested method and precision; the substitutes are sized
         # only when none of those passes (they would be dropped by `as_asked` anyway).
         planner.as_asked_only = True
@@ -130,6 +151,7 @@ class Advisor:
         ranked = rank(candidates, request.objective, planner.per_user_tps)
         top = ranked[: request.top_k]
         target = on_target(self.searcher, planner, ctx, request, ranked)
+        named = request.constraints.target_hardware
         precision = planner.base_precision
         way_out = None if top else find_way_out(planner, search, request.objective, measure)
         relaxation = None if way_out is None else relaxation_of(way_out, self.rules, request.objective)
@@ -150,7 +172,7 @@ class Advisor:
                 for i, r in enumerate(top)
             ],
             rejected=rejected(search.rejections),
-            target_fit=target_fit(self.kb, planner, request, target, search.rejections),
+            target_fit=None if named is None else fit_on(self.kb, planner, named, target, search.rejections),
             trace=trace(outcome, self.rules, cited),
             warnings=warnings(job, policy) + price_warnings,
             assumptions=assumptions(job, policy),
@@ -162,6 +184,40 @@ class Advisor:
         plotting every option the ranking keeps (up to MAX_TOP_K), its tables the `top_k` first."""
         wide = self.recommend(request.model_copy(update={"top_k": MAX_TOP_K}))
         return report_html(request, wide, self.rules_by_id, shown=request.top_k)
+
+    def compare(self, body: CompareRequest) -> CompareResponse:
+        """Each hardware choice of `body` planned for its request, side by side: the rules run once,
+        then each choice is planned as target hardware is (engine/answer/compare.py)."""
+        for index, choice in enumerate(body.choices):
+            if choice.gpu not in self.kb.gpus:
+                raise UnknownReference(
+                    ("choices", str(index), "gpu"),
+                    f"unknown GPU id {choice.gpu!r}: GET /gpus lists the known ids",
+                )
+        try:
+            job, outcome, policy, planner, ctx = self.reasoned(body.request)
+        except InvalidRequest as exc:  # its field is under `request` in this body
+            raise type(exc)(("request", *exc.loc), str(exc)) from None
+        judged = [judge(self.kb, self.searcher, planner, ctx, choice) for choice in body.choices]
+        ranked = ranked_choices(judged, planner)
+        top = list(ranked.values())
+        precision = planner.base_precision
+        cited = step_citations(outcome, self.rule_citations)
+        answers = compared(self.kb, judged, ranked, policy, outcome, job, cited, precision)
+        best = next(iter(ranked), None)
+        stale = price_age_warning(top, self.clock(), body.request.constraints.max_price_age_days)
+        return CompareResponse(
+            request_id=uuid.uuid4().hex,
+            kb_version=self.version,
+            prices_as_of=self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
+            summary=compare_summary(job, answers, best),
+            best=best,
+            requirements=requirements(job, policy.facts, precision, planned_checkpointing(top, job)),
+            choices=answers,
+            trace=trace(outcome, self.rules, cited),
+            warnings=warnings(job, policy) + ([stale] if stale else []),
+            assumptions=assumptions(job, policy),
+        )
 
     def facts(self, request: RecommendRequest, job: Job) -> dict[str, Scalar]:
         facts = request_facts(request)

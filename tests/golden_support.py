@@ -8,6 +8,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from engine.models.request import RecommendRequest
 from engine.models.response import RecommendResponse
 from engine.recommend import Advisor, default_advisor
@@ -41,7 +43,7 @@ def advisor() -> Advisor:
     return found
 
 
-def recorded(response: RecommendResponse) -> dict[str, Any]:
+def recorded(response: BaseModel) -> dict[str, Any]:
     data = response.model_dump(mode="json")
     for field in VOLATILE:
         data.pop(field)

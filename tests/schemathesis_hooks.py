@@ -15,7 +15,8 @@ valid, so the
 positive_data_acceptance check (ST202) would count that 422 as a failure. Each positive case is
 therefore brought within these rules before it is sent, changing one number (or, for an
 architecture too large for any allowed params_b, leaving the architecture out): the generator is
-told the rules rather than the check being dropped. Negative cases are left as generated.
+told the rules rather than the check being dropped. Negative cases are left as generated. `POST /compare`
+takes the same request under `request`, brought within the same rules.
 """
 
 from __future__ import annotations
@@ -40,8 +41,11 @@ MAX_PARAMS_B = 100_000
 @schemathesis.hook
 def map_case(context: Any, case: Any) -> Any:
     positive = case.meta is None or case.meta.generation.mode.is_positive
-    if positive and case.operation.path in RECOMMEND_BODIES and isinstance(case.body, dict):
-        case.body = within_relational_rules(case.body)
+    if positive and isinstance(case.body, dict):
+        if case.operation.path in RECOMMEND_BODIES:
+            case.body = within_relational_rules(case.body)
+        elif case.operation.path == "/compare" and isinstance(case.body.get("request"), dict):
+            case.body = {**case.body, "request": within_relational_rules(case.body["request"])}
     return case
 
 

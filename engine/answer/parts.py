@@ -45,7 +45,7 @@ def recommendation(
     outcome: Outcome,
     job: Job,
     cited: Mapping[int, tuple[str, ...]],
-    providers: Mapping[str, Provider] | None = None,
+    providers: Mapping[str, Provider],
 ) -> Recommendation:
     """One ranked candidate as the answer shows it; `cited` is `step_citations` of the request;
     `providers` (the KB's) name the clouds in a rented option's launch specs."""
@@ -91,7 +91,7 @@ def recommendation(
         trace_steps=steps,
         citations=citations,
         price_as_of=_iso(option.price_as_of),
-        launch=launch_of(c, job, providers or {}),
+        launch=launch_of(c, job, providers),
     )
 
 

@@ -4,6 +4,7 @@ whether the job fits it, by how much, and the ways to make it run."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from engine.answer.explain import plan_words, speed_words, total_words
 from engine.answer.parts import cost_of, gb, substitute_words, task_title, throughput_of
@@ -15,6 +16,16 @@ from engine.planning.candidates import Context
 from engine.planning.planner import Candidate, Planner, Rejection, Spec
 from engine.planning.search import Searcher, as_asked
 from engine.sizing import GB
+
+
+@dataclass(frozen=True)
+class OnHardware:
+    """The plans of one GPU model x count: the best by the objective, and why the others have none."""
+
+    best: Candidate | None
+    rejections: tuple[Rejection, ...]
+    options: int
+    """how many ways to get that hardware the KB offers (0: none, e.g. no offer rents that count)"""
 
 
 def on_target(
@@ -29,28 +40,41 @@ def on_target(
     found = next((r.candidate for r in ranked if _is_target(r.candidate, target)), None)
     if found is not None:
         return found
-    count = request.constraints.gpu_count
-    options = [o for o in searcher.options(ctx, count) if o.gpu.id == target.gpu and o.count == target.count]
+    return plan_on(searcher, planner, ctx, target.gpu, target.count).best
+
+
+def plan_on(
+    searcher: Searcher, planner: Planner, ctx: Context, gpu: str, count: int, acquisition: str | None = None
+) -> OnHardware:
+    """Every option of `count` x `gpu` (got the way `acquisition` says, else any way) planned, the
+    method or precision changed where the rules allow it when nothing runs the job as asked; the
+    best plan by the request's objective."""
+    options = [
+        o
+        for o in searcher.options(ctx, planner.request.constraints.gpu_count)
+        if o.gpu.id == gpu and o.count == count and (acquisition is None or o.acquisition == acquisition)
+    ]
     asked_only = planner.as_asked_only
     planner.as_asked_only = False
     try:
-        plans = [p for p in (planner.plan(o) for o in options) if isinstance(p, Candidate)]
+        results = [planner.plan(o) for o in options]
     finally:
         planner.as_asked_only = asked_only
-    best = rank(as_asked(plans), request.objective, planner.per_user_tps)
-    return best[0].candidate if best else None
+    plans = [p for p in results if isinstance(p, Candidate)]
+    best = rank(as_asked(plans), planner.request.objective, planner.per_user_tps)
+    rejections = tuple(r for r in results if isinstance(r, Rejection))
+    return OnHardware(best[0].candidate if best else None, rejections, len(options))
 
 
-def target_fit(
+def fit_on(
     kb: KB,
     planner: Planner,
-    request: RecommendRequest,
+    target: HardwareCount,
     on_target: Candidate | None = None,
     rejections: Sequence[Rejection] = (),
-) -> TargetFit | None:
-    target = request.constraints.target_hardware
-    if target is None:
-        return None
+) -> TargetFit:
+    """Whether the job fits `target` as asked, by how much, the ways to make it run, and the best plan
+    on it (`on_target`) or why none passes (`rejections` of its options)."""
     gpu = kb.gpus[target.gpu]
     capacity = gpu.usable_memory_gb or gpu.memory_gb
     usable = planner.usable(capacity)
