@@ -39,6 +39,7 @@ class Point:
     time: float
     cost: float
     acquisition: str
+    rank: int = 0
 
 
 def _data(values: list[dict[str, Any]]) -> Any:
@@ -62,11 +63,13 @@ def cost_time_points(answer: RecommendResponse, months: float) -> tuple[list[Poi
             cost = rec.cost.run_cost_usd if rec.cost.run_cost_usd is not None else rec.cost.horizon_cost_usd
             if hours is None:
                 continue
-            points.append(Point(option_label(rec), hours, cost, rec.acquisition))
+            points.append(Point(option_label(rec), hours, cost, rec.acquisition, rec.rank))
         elif rec.throughput.tokens_per_s > 0:
             cost = rec.cost.monthly_usd + rec.cost.capex_usd / max(1.0, months)
             points.append(
-                Point(option_label(rec), 1000.0 / rec.throughput.tokens_per_s, cost, rec.acquisition)
+                Point(
+                    option_label(rec), 1000.0 / rec.throughput.tokens_per_s, cost, rec.acquisition, rec.rank
+                )
             )
     if training:
         return points, "training run, hours", "run cost, USD"
@@ -82,7 +85,10 @@ def pareto_front(points: Sequence[Point]) -> list[Point]:
     return front
 
 
-def cost_time_chart(answer: RecommendResponse, months: float) -> dict[str, Any] | None:
+def cost_time_chart(answer: RecommendResponse, months: float, labelled: int = 5) -> dict[str, Any] | None:
+    """The chart; the `labelled` best-ranked options carry their rank beside their point, as the
+    report's table numbers them (whole names overprint each other where the front is crowded; the
+    tooltip has them)."""
     points, x_title, y_title = cost_time_points(answer, months)
     if not points:
         return None
@@ -94,6 +100,8 @@ def cost_time_chart(answer: RecommendResponse, months: float) -> dict[str, Any] 
             "cost": p.cost,
             "acquisition": p.acquisition,
             "pareto": p.label in front,
+            "named": 0 < p.rank <= labelled,
+            "rank": f"#{p.rank}",
         }
         for p in points
     ]
@@ -111,9 +119,9 @@ def cost_time_chart(answer: RecommendResponse, months: float) -> dict[str, Any] 
         .encode(x="time:Q", y="cost:Q", order="time:Q")
     )
     labels = (
-        base.transform_filter("datum.pareto")
+        base.transform_filter("datum.named")
         .mark_text(align="left", dx=6, dy=-6, fontSize=10)
-        .encode(x="time:Q", y="cost:Q", text="option:N")
+        .encode(x="time:Q", y="cost:Q", text="rank:N")
     )
     return dict((line + dots + labels).to_dict())
 

@@ -52,7 +52,7 @@ def report_html(
     months = request.constraints.horizon_months
     top = answer.recommendations[:shown]
     charts = [
-        ("cost-time", cost_time_chart(answer, months)),
+        ("cost-time", cost_time_chart(answer, months, labelled=shown)),
         ("break-even", break_even_chart(answer, months)),
         ("memory", memory_chart(answer.model_copy(update={"recommendations": top}))),
     ]
