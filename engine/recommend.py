@@ -172,7 +172,7 @@ class Advisor:
             ],
             rejected=rejected(search.rejections),
             target_fit=None if named is None else fit_on(self.kb, planner, named, target, search.rejections),
-            trace=trace(outcome, self.rules, cited),
+            trace=trace(outcome, self.rules_by_id, cited),
             warnings=warnings(job, policy) + price_warnings,
             assumptions=assumptions(job, policy),
             relaxation=relaxation,
@@ -216,7 +216,7 @@ class Advisor:
             best=best,
             requirements=requirements(job, policy.facts, precision, planned_checkpointing(top, job)),
             choices=answers,
-            trace=trace(outcome, self.rules, cited),
+            trace=trace(outcome, self.rules_by_id, cited),
             warnings=warnings(job, policy) + ([stale] if stale else []),
             assumptions=assumptions(job, policy),
         )

@@ -27,15 +27,13 @@ from typing import Any
 import schemathesis
 from pydantic import ValidationError
 
-from engine.models.request import ArchitectureIn, HfConfig
+from engine.models.request import MAX_PARAMS_B, ArchitectureIn, HfConfig
 from engine.planning.architecture import MAX_PARAMS_RATIO, least_params
 from engine.planning.hf_config import sized_config
 from engine.recommend import default_advisor
 
 RECOMMEND_BODIES = ("/recommend", "/report")
 """the routes whose body is a RecommendRequest"""
-MAX_PARAMS_B = 100_000
-"""The request's largest params_b."""
 
 
 @schemathesis.hook

@@ -21,6 +21,7 @@ from engine.answer.explain import (
     value_words,
     why,
 )
+from engine.answer.parts import citation_texts, step_citations
 from engine.knowledge.kb import KB
 from engine.models.request import RecommendRequest
 from engine.planning.candidates import Option
@@ -219,7 +220,7 @@ def test_trace_carries_each_firings_rule_title_messages_and_citations(advisor: A
     adv = advisor
     request = RecommendRequest.model_validate({"workload": {"task": "inference", "model": "llama-3-1-8b"}})
     outcome = adv.engine.run(adv.facts(request, resolve(request, adv.kb)))
-    steps = trace(outcome, adv.rules)
+    steps = trace(outcome, adv.rules_by_id, step_citations(outcome, citation_texts(adv.rules)))
     assert [s.step for s in steps] == [f.step for f in outcome.firings] and steps
     by_id = {rule.id: rule for rule in adv.rules}
     for step, firing in zip(steps, outcome.firings, strict=True):

@@ -192,3 +192,15 @@ def test_a_real_config_round_trips_to_its_kb_model(
     )
     assert answer.requirements.params_b == pytest.approx(model.params_count / 1e9, abs=1e-4)
     assert answer.requirements.architecture_source == "hf-config"
+
+
+def test_a_stated_count_keeps_the_configs_share_of_active_parameters(advisor: Advisor) -> None:
+    """Qwen3-30B-A3B's config with params_b 30: a token still uses the config's share, 3,353,032,704 of
+    30,532,122,624 parameters (the counts its shapes give; the card says 3.3B of 30.5B)."""
+    config = json.loads((FIXTURES / "qwen3-30b-a3b.json").read_text(encoding="utf-8"))
+    body = {"workload": {"task": "inference", "hf_config": config, "params_b": 30.0}}
+    answer = advisor.recommend(RecommendRequest.model_validate(body))
+    assert answer.requirements.params_b == pytest.approx(30.0)
+    assert answer.requirements.active_params_b == pytest.approx(
+        30.0 * 3_353_032_704 / 30_532_122_624, rel=1e-3
+    )

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from cli.main import main
 from engine.answer.charts import Point, break_even, pareto_front
-from engine.answer.report import report_html
+from engine.answer.report import STYLE, report_html
 from engine.models.request import RecommendRequest
 from engine.recommend import Advisor
 
@@ -170,8 +170,10 @@ GOLDEN_REPORTS = ("serve-70b-fp16", "budget-too-small", "high-utilization-buys")
 
 
 def _comparable(page: str) -> str:
-    """The page less what changes on every call or with the chart renderer's version: the request id
-    and KB version, and each chart's SVG (its marks are checked by the browser test)."""
+    """The page less what changes on every call or with the chart renderer's version (the request id
+    and KB version, each chart's SVG: its marks are checked by the browser test) and less the
+    stylesheet, which is the same on every page (engine/answer/report.py STYLE)."""
+    page = page.replace(f"<style>{STYLE}</style>", "<style/>")
     page = re.sub(r"Knowledge base [0-9a-f]+", "Knowledge base KB", page)
     page = re.sub(r"Request [0-9a-f]{32}", "Request ID", page)
     return re.sub(r"<svg.*?</svg>", "<svg/>", page, flags=re.DOTALL)

@@ -21,7 +21,6 @@ import vl_convert
 
 from engine.models.response import Recommendation, RecommendResponse
 
-HOURS_PER_MONTH = 730.0
 WIDTH = 560
 MEMORY_PARTS = (
     ("weights", "weights_per_gpu_gb"),
@@ -65,7 +64,7 @@ def cost_time_points(answer: RecommendResponse, months: float) -> tuple[list[Poi
                 continue
             points.append(Point(option_label(rec), hours, cost, rec.acquisition, rec.rank))
         elif rec.throughput.tokens_per_s > 0:
-            cost = rec.cost.monthly_usd + rec.cost.capex_usd / max(1.0, months)
+            cost = rec.cost.horizon_cost_usd / max(1.0, months)
             points.append(
                 Point(
                     option_label(rec), 1000.0 / rec.throughput.tokens_per_s, cost, rec.acquisition, rec.rank

@@ -39,22 +39,19 @@ def citation_text(citation: Citation) -> str:
 
 
 def trace(
-    outcome: Outcome, rules: Sequence[Rule], cited: Mapping[int, tuple[str, ...]] | None = None
+    outcome: Outcome, rules: Mapping[str, Rule], cited: Mapping[int, tuple[str, ...]]
 ) -> list[TraceStep]:
-    """The rule firings in order, each with its rule's title and citations (`cited`: each step's
-    citations in words, when the caller has them already)."""
-    by_id = {rule.id: rule for rule in rules}
+    """The rule firings in order, each with its rule's title and its citations in words (`cited`:
+    each step's, `answer.parts.step_citations`)."""
     return [
         TraceStep(
             step=firing.step,
             rule=firing.rule,
-            title=by_id[firing.rule].title,
+            title=rules[firing.rule].title,
             matched=dict(firing.matched),
             derived=dict(firing.derived),
             message=" ".join(firing.messages),
-            citations=list(
-                cited[firing.step] if cited else (citation_text(c) for c in by_id[firing.rule].citations)
-            ),
+            citations=list(cited[firing.step]),
         )
         for firing in outcome.firings
     ]

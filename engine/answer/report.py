@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 
 from engine.answer.charts import break_even, break_even_chart, cost_time_chart, memory_chart, svg
+from engine.answer.explain import money
 from engine.models.request import RecommendRequest
 from engine.models.response import Recommendation, RecommendResponse
 from engine.models.rule import Rule
@@ -99,9 +100,7 @@ def _meta(answer: RecommendResponse) -> str:
 
 
 def _money(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
+    return "-" if value is None else money(value)
 
 
 def _options_table(recs: Sequence[Recommendation]) -> str:

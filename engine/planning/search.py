@@ -314,8 +314,8 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     job = planner.job
     # A stated utilisation fixes the busy hours whatever the run takes; without one a run with a token
     # count pays for its own hours, known only once sized.
-    tokens_decide = job.training_tokens is not None and job.utilization is None
-    busy = None if tokens_decide else planner.usage(job.job_hours).busy_hours
+    tokens = job.training_tokens if job.utilization is None else None
+    busy = None if tokens is not None else planner.usage(job.job_hours).busy_hours
     # the preferences that could favour an option: their tests on the option's own attributes pass
     favouring = [
         (p.weight, tuple((name, holds) for name, holds in p.tests if name not in PLAN_ATTRIBUTES))
@@ -325,10 +325,9 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     balanced = objective == "balanced"
     # A rented run with no utilisation stated pays for its own hours, which are at least its
     # compute at the GPU's highest dense peak (every plan adds communication to that).
-    tokens = job.training_tokens
     run_flops = (
         tokens * TRAINING_FLOPS_PER_PARAM_TOKEN * job.active_params
-        if tokens is not None and job.utilization is None and job.task != "inference"
+        if tokens is not None and job.task != "inference"
         else None
     )
     # The compute formats a plan may use: only the requested one while only plans as asked are sized
