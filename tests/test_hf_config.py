@@ -204,3 +204,19 @@ def test_a_stated_count_keeps_the_configs_share_of_active_parameters(advisor: Ad
     assert answer.requirements.active_params_b == pytest.approx(
         30.0 * 3_353_032_704 / 30_532_122_624, rel=1e-3
     )
+
+
+def test_a_stated_count_beside_a_dense_config_is_all_active(client: TestClient) -> None:
+    """A dense config's active share is 1: the request's count is used as it stands (scaling it by
+    active / total in floating point once made it exceed itself, a 422 that Schemathesis found)."""
+    config = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128}
+    body = {
+        "workload": {
+            "task": "lora",
+            "hf_config": {**config, "vocab_size": 1000},
+            "params_b": 41170.137656293635,
+        }
+    }
+    response = client.post("/recommend", json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["requirements"]["active_params_b"] is None  # dense: no separate active count

@@ -218,9 +218,9 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         params_b = sized.params / 1e9
     assert params_b is not None  # the request model requires `model`, `params_b` or `hf_config`
     active_b = workload.active_params_b or (model.active_params_b if model else None)
-    if sized is not None and active_b is None:
-        # a config's share of parameters a token uses, applied to the request's count when it gives one
-        active_b = params_b * sized.active_params / sized.params
+    if sized is not None and active_b is None and sized.active_params < sized.params:
+        # an MoE config's share of parameters a token uses, applied to the request's count when it gives one
+        active_b = min(params_b, params_b * sized.active_params / sized.params)
     active_b = active_b or params_b
     if active_b > params_b:  # a KB model's size against the request's active_params_b
         raise InvalidRequest(
