@@ -336,6 +336,22 @@ def rules_document(root: Path) -> tuple[str | None, list[Problem]]:
     return rules_markdown(ruleset.rules, categories), []
 
 
+def calibration_documents(docs: Path) -> dict[Path, str]:
+    """docs/calibration.md and its chart, from every file in data/calibration."""
+    # imported here: the chart library costs the other commands a fifth of a second
+    from engine.answer.calibration_doc import CHART_NAME, calibration_markdown, calibration_svg
+    from engine.knowledge.kb import load_kb
+    from engine.planning import calibration
+    from engine.planning.calibration import comparisons
+
+    kb = load_kb(paths.kb_dir())
+    found = [c for path in calibration.files(paths.data_dir() / "calibration") for c in comparisons(kb, path)]
+    return {
+        docs / "calibration.md": calibration_markdown(found),
+        docs / "images" / CHART_NAME: calibration_svg(found),
+    }
+
+
 def _docs(args: argparse.Namespace) -> int:
     text, problems = rules_document(args.rules or paths.rules_dir())
     if text is None:
@@ -346,6 +362,7 @@ def _docs(args: argparse.Namespace) -> int:
     facts = out.parent / "rule-facts.md"
     if facts.exists():
         documents[facts] = with_attribute_tables(facts.read_text(encoding="utf-8"))
+    documents.update(calibration_documents(out.parent))
     stale = [path for path, wanted in documents.items() if _read(path) != wanted]
     if args.check:
         for path in stale:
@@ -355,6 +372,7 @@ def _docs(args: argparse.Namespace) -> int:
         print(f"{', '.join(path.name for path in documents)} up to date")
         return EXIT_OK
     for path in stale:
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(documents[path], encoding="utf-8")
         print(f"{path.name} written")
     if not stale:

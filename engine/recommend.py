@@ -170,7 +170,7 @@ class Advisor:
                 recommendation(i + 1, r, policy, outcome, job, cited, self.kb.providers)
                 for i, r in enumerate(top)
             ],
-            rejected=rejected(search.rejections),
+            rejected=rejected(search.rejections, search.candidates),
             target_fit=None if named is None else fit_on(self.kb, planner, named, target, search.rejections),
             trace=trace(outcome, self.rules_by_id, cited),
             warnings=warnings(job, policy) + price_warnings,
@@ -232,7 +232,7 @@ class Advisor:
             facts["workload.active_params_b"] = round(job.active_params / 1e9, 4)
         sizing = sizing_facts(job, self.kb)
         facts.update(sizing)
-        facts.update(hardware_facts(request, self.kb, float(sizing["sizing.task_gb"])))
+        facts.update(hardware_facts(request, self.kb, float(sizing["sizing.task_gb"]), job))
         return facts
 
     def planner(self, job: Job, policy: Policy, request: RecommendRequest) -> Planner:

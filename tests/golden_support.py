@@ -33,7 +33,7 @@ def golden_answer(name: str) -> RecommendResponse:
     return advisor().recommend(golden_request(name))
 
 
-GOLDEN_DAY = date(2026, 11, 25)
+GOLDEN_DAY = date(2026, 11, 26)
 """the day golden answers are recorded on: the age of the prices they use is counted from it"""
 
 

@@ -23,7 +23,7 @@ H100 = "gpus/nvidia-h100-sxm.yaml"
 
 def run_lint(kb_root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     code = main(
-        ["kb", "lint", "--kb", str(kb_root), "--data", str(kb_root.parent / "data"), "--today", "2026-11-25"]
+        ["kb", "lint", "--kb", str(kb_root), "--data", str(kb_root.parent / "data"), "--today", "2026-11-26"]
     )
     return code, capsys.readouterr().out
 
@@ -261,7 +261,7 @@ def test_lint_never_raises_on_any_file_content(
     tmp_path_factory: pytest.TempPathFactory, content: bytes
 ) -> None:
     root = _tiny_kb(tmp_path_factory.mktemp("any"), content)
-    problems = lint_kb(root, None, date(2026, 11, 25))
+    problems = lint_kb(root, None, date(2026, 11, 26))
     assert problems and all(p.path.startswith("kb/") for p in problems)
 
 
@@ -273,4 +273,4 @@ def test_lint_never_raises_on_a_mangled_line(
     lines = list(H100_LINES)
     lines[index] = junk
     root = _tiny_kb(tmp_path_factory.mktemp("mangled"), "\n".join(lines).encode())
-    assert isinstance(lint_kb(root, None, date(2026, 11, 25)), list)
+    assert isinstance(lint_kb(root, None, date(2026, 11, 26)), list)

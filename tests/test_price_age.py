@@ -21,7 +21,7 @@ def _request(**constraints: object) -> RecommendRequest:
 def pinned(advisor: Advisor) -> Advisor:
     """The embedded KB's advisor with today fixed (restored afterwards)."""
     clock = advisor.clock
-    advisor.clock = lambda: date(2026, 11, 25)
+    advisor.clock = lambda: date(2026, 11, 26)
     yield advisor  # type: ignore[misc]
     advisor.clock = clock
 
@@ -46,7 +46,7 @@ def test_prices_older_than_the_limit_are_named_in_a_warning(pinned: Advisor) -> 
     warning = next(w for w in answer.warnings if w.startswith("Prices more than 90 days old"))
     for i, rec in enumerate(answer.recommendations, 1):
         assert rec.price_as_of is not None
-        stale = (date(2026, 11, 25) - date.fromisoformat(rec.price_as_of)).days > 90
+        stale = (date(2026, 11, 26) - date.fromisoformat(rec.price_as_of)).days > 90
         assert (f"#{i}" in warning) == stale
         if stale:
             assert f"as of {rec.price_as_of}" in warning

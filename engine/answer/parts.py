@@ -13,6 +13,7 @@ from engine.models.kb import Provider
 from engine.models.response import Cost, GpuMemory, Launch, Recommendation, Rejected, Throughput
 from engine.models.rule import Rule
 from engine.planning.economics import DEFAULT_UTILIZATION
+from engine.planning.memory import HF_GRADIENT_BYTES
 from engine.planning.planner import Candidate, Rejection
 from engine.planning.requirements import workload_assumptions
 from engine.planning.workload import Job
@@ -114,11 +115,21 @@ def launch_of(c: Candidate, job: Job, providers: Mapping[str, Provider]) -> Laun
     )
 
 
-def rejected(rejections: Sequence[Rejection]) -> list[Rejected]:
+def rejected(rejections: Sequence[Rejection], candidates: Sequence[Candidate] = ()) -> list[Rejected]:
     """A few notable rejections per rule: distinct GPUs, the highest-bandwidth first (the hardware
-    people ask about), so the reader sees what each rule ruled out."""
+    people ask about), so the reader sees what each rule ruled out. A rejection of more GPUs of a kind
+    that already runs the job as asked on fewer, got the same way, is left out: it rules nothing out
+    (and the search need not size it, engine/planning/search.py)."""
+    fewest: dict[tuple[str, str, str], int] = {}
+    for c in candidates:
+        if not c.plan_attrs["method_changed"] and not c.plan_attrs["precision_changed"]:
+            key = (c.option.gpu.id, c.option.acquisition, c.option.pricing)
+            fewest[key] = min(fewest.get(key, c.option.count), c.option.count)
     by_rule: dict[str, list[Rejection]] = {}
     for rejection in rejections:
+        option = rejection.option
+        if option.count > fewest.get((option.gpu.id, option.acquisition, option.pricing), option.count):
+            continue
         by_rule.setdefault(rejection.rule, []).append(rejection)
     picked: list[Rejected] = []
     for rule in sorted(by_rule):
@@ -164,9 +175,20 @@ def warnings(job: Job, policy: Policy) -> list[str]:
     return found
 
 
+REPLACED_CONVENTIONS = frozenset({"mfu", "decode_bandwidth_efficiency", "inference_overhead_fraction"})
+
+
 def assumptions(job: Job, policy: Policy) -> dict[str, float | str]:
-    found: dict[str, float | str] = {c.name: c.value for c in CONVENTIONS}
-    found["training_bytes_per_param"] = model_state_bytes_per_param(job.optimizer)
+    # the sizing's defaults, less those the plans replace: the share of peak FLOPS and of bandwidth
+    # come from the training stack and the serving engine (workload_assumptions), and serving memory
+    # from the engine's budget rather than 1.2 x the weights
+    found: dict[str, float | str] = {
+        c.name: c.value for c in CONVENTIONS if c.name not in REPLACED_CONVENTIONS
+    }
+    found["gradient_bytes"] = HF_GRADIENT_BYTES
+    found["training_bytes_per_param"] = model_state_bytes_per_param(
+        job.optimizer, gradient_bytes=HF_GRADIENT_BYTES
+    )
     headroom = policy.facts.get("plan.memory_headroom_pct", 0)
     found["memory_headroom_pct"] = float(headroom) if isinstance(headroom, int | float) else 0.0
     found["architecture"] = job.architecture_source
@@ -223,6 +245,13 @@ def throughput_of(c: Candidate) -> Throughput:
             None if c.speed.max_concurrent_sequences is None else c.speed.max_concurrent_sequences * c.copies
         ),
         training_hours=None if c.speed.training_hours is None else round(c.speed.training_hours, 2),
+        prefill_tokens_per_s=None
+        if c.speed.prefill_tokens_per_s is None
+        else round(c.speed.prefill_tokens_per_s * c.copies, 1),
+        time_to_first_token_s=None
+        if c.speed.time_to_first_token_s is None
+        else round(c.speed.time_to_first_token_s, 4),
+        corpus_hours=None if c.speed.corpus_hours is None else round(c.speed.corpus_hours / c.copies, 3),
     )
 
 

@@ -77,7 +77,7 @@ def fit_on(
     on it (`on_target`) or why none passes (`rejections` of its options)."""
     gpu = kb.gpus[target.gpu]
     capacity = gpu.usable_memory_gb or gpu.memory_gb
-    usable = planner.usable(capacity)
+    usable = planner.usable_on(gpu)
     per_node = min(target.count, max(gpu.link_domain_gpus, 1))
     asked = planner.job.task
     precision = "nf4" if asked == "qlora" else planner.base_precision
@@ -109,13 +109,13 @@ def fit_on(
         if label and label not in alternatives:
             alternatives.append(label)
     if not fits:
-        alternatives.extend(_scale_out(kb, planner, gpu.id, target.count, capacity, asked, precision))
+        alternatives.extend(_scale_out(kb, planner, gpu.id, target.count, asked, precision))
     count = f"{target.count} x " if target.count > 1 else ""
     verdict = "fits" if fits else "does not fit"
     text = (
         f"{task_title(asked)} in {precision} needs {least / GB:.1f} GB per GPU at best "
         f"on {count}{gpu.name} "
-        f"({capacity:g} GB, {planner.kept_free(capacity) / GB:.1f} GB kept free): it {verdict}."
+        f"(each {planner.room(gpu)}): it {verdict}."
     )
     if not fits and alternatives:
         text += " Ways to make it run: " + "; ".join(alternatives) + "."
@@ -146,15 +146,13 @@ def fit_on(
     )
 
 
-def _scale_out(
-    kb: KB, planner: Planner, gpu_id: str, count: int, capacity: float, asked: str, precision: str
-) -> list[str]:
+def _scale_out(kb: KB, planner: Planner, gpu_id: str, count: int, asked: str, precision: str) -> list[str]:
     gpu = kb.gpus[gpu_id]
     for more in (2, 4, 8, 16, 32, 64):
         if more <= count:
             continue
         per_node = min(more, max(gpu.link_domain_gpus, 1))
-        for spec in planner.fitting(more, per_node, capacity):
+        for spec in planner.fitting(more, per_node, gpu):
             layout = spec.layout
             if layout.method == asked and layout.precision == precision and not layout.offload:
                 return [f"{'+'.join(spec.parallelism) or spec.strategy} over {more} GPUs"]

@@ -131,6 +131,11 @@ class Gpu(Entity):
     usable_memory_gb: PositiveFloat | None = Field(
         None, description="memory the accelerator can use when less than memory_gb (Apple GPU limit, B200)"
     )
+    memory_reported_mib: PositiveFloat | None = Field(
+        None,
+        description="memory the driver reports (nvidia-smi / rocm-smi / torch total_memory), MiB; "
+        "absent: derived from memory_gb",
+    )
     memory_type: Name = Field(description="e.g. HBM3, GDDR6X, LPDDR5")
     memory_bandwidth_gbs: PositiveFloat = Field(description="memory bandwidth, GB/s")
     fp32_tflops: PositiveFloat | None = Field(None, description="non-tensor (vector) FP32")

@@ -17,6 +17,8 @@ WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 KvPrecision = Literal["fp16", "bf16", "fp8", "int8"]
 Optimizer = Literal["adamw", "adam", "adamw_8bit", "sgd", "sgd_momentum", "adafactor"]
 Os = Literal["linux", "windows", "macos"]
+TrainingStack = Literal["huggingface", "megatron-lm", "torchtitan"]
+ServingEngine = Literal["vllm", "sglang", "hf-static-compile", "hf-eager"]
 RequestVendor = Literal["nvidia", "amd", "intel", "apple"]
 Parallelism = Literal[
     "ddp", "zero-1", "zero-2", "zero-3", "fsdp-full-shard", "tensor-parallel", "pipeline-parallel", "offload"
@@ -186,6 +188,17 @@ class Serving(RequestModel):
             "options slower than this are rejected",
         )
     )
+    engine: ServingEngine | None = Field(
+        None,
+        description="the serving software, which sets decode and prefill speed and the share of GPU memory "
+        "it takes: vllm, sglang, hf-static-compile (Hugging Face generate, static cache, torch.compile), "
+        "hf-eager; absent: vllm",
+    )
+    corpus_documents: Annotated[int, Field(ge=1, le=10**13)] | None = Field(
+        None,
+        description="encoders and embedding models: documents of avg_input_tokens each to embed once; "
+        "gives the hours each option takes",
+    )
 
 
 def _size(upper: int, description: str) -> Any:
@@ -343,6 +356,17 @@ class Workload(RequestModel):
     )
     lora_rank: Annotated[int, Field(ge=1, le=4096)] = Field(
         16, description="LoRA adapter rank (lora/qlora only)"
+    )
+    fused_loss: bool = Field(
+        False,
+        description="training: the loss is a fused linear cross-entropy (e.g. Liger Kernel) that never "
+        "holds the whole batch's logits; absent: the standard loss, whose fp32 logits and their "
+        "gradient are sized",
+    )
+    training_stack: TrainingStack = Field(
+        "huggingface",
+        description="training: the software the job runs on, which sets the share of peak FLOPS it reaches: "
+        "huggingface (a Hugging Face Trainer-class eager PyTorch stack), megatron-lm or torchtitan",
     )
     training_tokens_b: Annotated[float, _positive(1e6, "tokens to train on, billions")] | None = Field(
         None, description="tokens to train on, billions; gives training hours, GPU-hours and run cost"

@@ -26,11 +26,12 @@ class JobMemory(ResponseModel):
     weights_gb: float = Field(description="model weights, GB")
     gradients_gb: float = Field(description="gradients (training), GB")
     optimizer_gb: float = Field(description="optimizer states plus fp32 master weights (training), GB")
-    activations_gb: float = Field(description="stored activations and logits (training), GB")
-    kv_cache_gb: float = Field(description="KV cache (inference), GB")
-    overhead_gb: float = Field(
-        description="runtime overhead: 20% of the weights (inference) or the CUDA context (training), GB"
+    activations_gb: float = Field(
+        description="activations and logits kept for the backward pass (training), or the serving engine's "
+        "activation workspace (inference), GB"
     )
+    kv_cache_gb: float = Field(description="KV cache (inference), GB")
+    overhead_gb: float = Field(description="the CUDA context, and a serving engine's CUDA graph pool, GB")
     total_gb: float = Field(description="sum of the parts above, GB")
 
 
@@ -61,28 +62,44 @@ class GpuMemory(ResponseModel):
 
     per_gpu_gb: float = Field(description="memory each GPU needs, GB")
     headroom_pct: float = Field(description="share of the GPU's memory left free")
-    fits: bool = Field(description="the plan fits each GPU's memory less the headroom kept free")
+    fits: bool = Field(
+        description="the plan fits each GPU: within a serving engine's share of the memory the driver "
+        "reports, else that memory less the headroom kept free"
+    )
     weights_per_gpu_gb: float = Field(description="model weights on each GPU, GB")
     gradients_per_gpu_gb: float = Field(description="gradients on each GPU (training), GB")
     optimizer_per_gpu_gb: float = Field(
         description="optimizer states plus fp32 master weights on each GPU (training), GB"
     )
     activations_per_gpu_gb: float = Field(
-        description="stored activations and logits on each GPU (training), GB"
+        description="activations and logits kept for the backward pass on each GPU (training), or the "
+        "serving engine's activation workspace (inference), GB"
     )
     kv_cache_per_gpu_gb: float = Field(description="KV cache on each GPU (inference), GB")
     overhead_per_gpu_gb: float = Field(
-        description="runtime overhead on each GPU: 20% of its weights (inference) or the CUDA context, GB"
+        description="the CUDA context on each GPU, and a serving engine's CUDA graph pool, GB"
     )
 
 
 class Throughput(ResponseModel):
     """Estimated speed of one recommendation."""
 
-    tokens_per_s: float = Field(description="per sequence when decoding; per replica when training")
+    tokens_per_s: float = Field(
+        description="per sequence when decoding; per replica when training; input tokens per replica for an "
+        "encoder"
+    )
     aggregate_tokens_per_s: float = Field(description="all sequences and replicas together")
     max_concurrent_sequences: int | None = Field(None, description="inference: sequences the KV cache holds")
     training_hours: float | None = Field(None, description="wall-clock hours for training_tokens_b")
+    prefill_tokens_per_s: float | None = Field(
+        None, description="inference: prompt tokens all replicas read per second when doing nothing else"
+    )
+    time_to_first_token_s: float | None = Field(
+        None, description="inference: one average prompt's prefill on an idle replica, seconds (no queueing)"
+    )
+    corpus_hours: float | None = Field(
+        None, description="encoders: hours to embed serving.corpus_documents of avg_input_tokens each"
+    )
 
 
 class Cost(ResponseModel):

@@ -316,6 +316,15 @@ def _rented(graph: KBGraph, ctx: Context, gpu: Gpu) -> Iterator[Option]:
                 )
 
 
+GPU_LINKS = frozenset({"nvlink", "nvswitch", "infinity-fabric", "fabric", "xgmi", "ici", "unified"})
+"""links between GPUs that bypass the host's PCIe"""
+ALL_REDUCE_LATENCY_S = {"gpu-link": 10e-6, "pcie": 24e-6}
+"""A decode step's small all-reduce (tens of KB): vLLM's custom all-reduce over NVLink on H100s takes
+8.7-11.8 us at 2-8 GPUs for 32 KB (SGLang PR 2904); NCCL across 4 GPUs behind one PCIe switch 19.4 us at
+4 KB and 24.2 us at 32 KB inside a CUDA graph (NCCL's tuning adds 1.0 us a hop on PCIe against 0.6 on
+NVLink, NCCL issue 1334)."""
+
+
 def _one_way_gbs(link: Interconnect, figure: float | None = None) -> float:
     """One direction's bandwidth of a link (GB/s), from `figure` (a GPU's own) or the link's."""
     both = figure or link.bandwidth_gbs
@@ -353,6 +362,7 @@ def _option(
         gpu_to_gpu=(_one_way_gbs(link, gpu.interconnect_gbs) if joined else _one_way_gbs(host)) * GB,
         inter_node=_one_way_gbs(inter) * GB,
         host=_one_way_gbs(host) * GB,
+        latency_s=ALL_REDUCE_LATENCY_S["gpu-link" if joined and link.kind in GPU_LINKS else "pcie"],
     )
     provider = kb.providers[offer.provider] if offer else None
     attrs: dict[str, Scalar] = {

@@ -13,13 +13,13 @@ from functools import lru_cache
 from math import ceil
 from typing import Literal
 
+from engine.models.kb import Gpu
 from engine.planning.workload import Job
 from engine.sizing import (
+    GB,
     PeftMemory,
     Sharding,
     TransformerShape,
-    activation_bytes,
-    logits_bytes,
     lora_memory,
     model_kv_cache_bytes,
     model_state_memory,
@@ -27,9 +27,14 @@ from engine.sizing import (
     total_params,
     weights_bytes,
 )
-from engine.sizing.activations import Recompute
-from engine.sizing.conventions import INFERENCE_OVERHEAD_FRACTION
+from engine.sizing.kept_activations import ADAPTED_ALL, TrainedPart, kept_activations
 from engine.sizing.precision import KvCacheDtype, WeightPrecision
+from engine.sizing.serving_engines import CUDA_GRAPH_POOL_BYTES, profile, workspace_bytes
+
+INFERENCE_CONTEXT_BYTES = 0.4e9
+"""The CUDA context with lazy module loading (CUDA >= 11.7): 'around 400MB' (PyTorch forums and issue
+109888, NVIDIA); vLLM logs 'non_torch_memory takes 0.39GiB' (vLLM issue 11251)."""
+MIB = 2**20
 
 CUDA_CONTEXT_BYTES = 1.3e9
 """CUDA context and kernels loaded by PyTorch before any tensor: 'the kernels alone take up 1.3GB'
@@ -90,29 +95,66 @@ def kv_dtype(job: Job, precision: str) -> KvCacheDtype:
     return "fp32" if precision == "fp32" else "fp16" if precision == "fp16" else "bf16"
 
 
-def per_gpu(job: Job, layout: Layout) -> Breakdown:
-    """Memory on each GPU of the layout (bytes)."""
+def per_gpu(job: Job, layout: Layout, *, gradients_resident: bool = True) -> Breakdown:
+    """Memory on each GPU of the layout at its peak (bytes). A planned job accumulates gradients over
+    micro-batches, so they are resident when the loss's backward peaks; `gradients_resident=False`
+    sizes one step whose gradients were freed before it (a measured single step)."""
     if layout.method == "inference":
         return _inference(job, layout)
     if layout.method in ("lora", "qlora"):
         return _adapters(job, layout)
-    return _full_training(job, layout)
+    return _full_training(job, layout, gradients_resident=gradients_resident)
 
 
 def _inference(job: Job, layout: Layout) -> Breakdown:
+    """What a serving engine holds on each GPU: its weight shard, the KV cache of its share of the
+    sequences at their full context, the activation workspace of its largest forward pass, and the
+    CUDA context and graph pool (engine/sizing/serving_engines.py)."""
+    engine = profile(job.engine)
     weights = weights_bytes(job.params, weight_precision(layout.precision))
     # Replicas share the concurrent sequences; each holds its share's KV cache.
     sequences = micro_batch(job, layout)
-    kv = model_kv_cache_bytes(job.shape, job.seq_len, sequences, dtype=kv_dtype(job, layout.precision))
-    # Transformer Math 101: inference total ~= 1.2 x the weights; the 20% rides with each weight shard.
+    tensor = layout.split == "tensor"
+    kv = 0.0
+    if not job.encoder:
+        dtype = kv_dtype(job, layout.precision)
+        if tensor:  # KV heads split over the GPUs (replicated past their count; MLA's latent everywhere)
+            kv = model_kv_cache_bytes(
+                job.shape, job.context_tokens, sequences, dtype=dtype, tensor_parallel=layout.tp
+            )
+        else:
+            kv = model_kv_cache_bytes(job.shape, job.context_tokens, sequences, dtype=dtype) / layout.tp
+    batched = engine.batched_tokens or sequences * (
+        job.serving.avg_input_tokens if job.serving else job.seq_len
+    )
+    if job.encoder:
+        batched = sequences * job.context_tokens
+    workspace = workspace_bytes(job.shape, batched, sequences, tensor_parallel=layout.tp if tensor else 1)
+    graphs = CUDA_GRAPH_POOL_BYTES if engine.cuda_graphs else 0.0
     return Breakdown(
         weights=weights / layout.tp,
         gradients=0.0,
         optimizer=0.0,
-        activations=0.0,
-        kv_cache=kv / layout.tp,
-        overhead=weights * INFERENCE_OVERHEAD_FRACTION / layout.tp,
+        activations=workspace,
+        kv_cache=kv,
+        overhead=INFERENCE_CONTEXT_BYTES + graphs,
     )
+
+
+def reported_bytes(gpu: Gpu) -> float:
+    """The memory the driver reports for one GPU (bytes): the KB's sourced `memory_reported_mib`, else
+    its stated capacity in decimal GB, a floor (cards report their binary size less reservations: an
+    H100 80GB 81,559 MiB, 85.5e9 bytes)."""
+    if gpu.memory_reported_mib is not None:
+        return gpu.memory_reported_mib * MIB
+    return (gpu.usable_memory_gb or gpu.memory_gb) * GB
+
+
+def serving_budget(gpu: Gpu, job: Job) -> float | None:
+    """The bytes a serving engine allots itself on one GPU (its share of what the driver reports), or
+    None when the engine sets none aside and the training headroom applies."""
+    share = profile(job.engine).memory_utilization
+    return reported_bytes(gpu) * share if share < 1.0 else None
 
 
 def micro_batch(job: Job, layout: Layout) -> int:
@@ -120,22 +162,40 @@ def micro_batch(job: Job, layout: Layout) -> int:
     return max(1, ceil(job.batch / layout.dp))
 
 
+HF_GRADIENT_BYTES = 4.0
+"""Gradients of fp32 parameters are fp32 (Hugging Face, Model training anatomy: 'gradients: 4 bytes *
+number of parameters'); DeepSpeed's bf16 and ZeRO paths keep an fp32 gradient buffer too."""
+LORA_TARGETS = ADAPTED_ALL
+"""LoRA is planned on every linear projection: QLoRA (Dettmers et al. 2023, arXiv 2305.14314, Sec. 4)
+finds adapters on all linear layers needed to match full fine-tuning, and PEFT's 'all-linear' and
+TRL's recipes default to it."""
+
+
+def trained_part(layout: Layout) -> TrainedPart:
+    """How a layout's stack holds activations: fp32 weights under autocast for full training (an fp32
+    residual stream), a 16-bit base for LoRA and QLoRA, fp32 throughout for fp32 training."""
+    compute = 4.0 if layout.precision == "fp32" else 2.0
+    if layout.method in ("lora", "qlora"):
+        return TrainedPart(adapters=LORA_TARGETS, residual_bytes=compute, compute_bytes=compute)
+    return TrainedPart(adapters=None, residual_bytes=4.0, compute_bytes=compute)
+
+
 def _activations(job: Job, layout: Layout) -> float:
-    micro = micro_batch(job, layout)
-    # Without checkpointing, attention is fused: PyTorch's scaled_dot_product_attention runs flash or
-    # memory-efficient kernels (Rabe & Staats 2021) that never store the s x s score matrix, which is
-    # Korthikanti's "selective" figure, 34 s b h per layer
-    # (https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html).
-    recompute: Recompute = "full" if layout.checkpointing else "selective"
+    """The activations and logits one GPU keeps for its micro-batch (engine/sizing/kept_activations)."""
     # Tensor parallelism splits activations; a pipeline does not (Korthikanti et al. 2022, Sec. 4.2.3).
     ways = layout.tp if layout.split == "tensor" else 1
-    return (
-        activation_bytes(job.shape, job.seq_len, micro, recompute=recompute, tensor_parallel=ways)
-        + logits_bytes(job.seq_len, micro, job.shape.vocab_size) / ways
+    kept = kept_activations(
+        job.shape,
+        micro_batch(job, layout) * job.seq_len,
+        trained_part(layout),
+        checkpointing=layout.checkpointing,
+        fused_loss=job.fused_loss,
+        tensor_parallel=ways,
     )
+    return kept.total
 
 
-def _full_training(job: Job, layout: Layout) -> Breakdown:
+def _full_training(job: Job, layout: Layout, *, gradients_resident: bool = True) -> Breakdown:
     fp32 = layout.precision == "fp32"
     states = model_state_memory(
         job.params / layout.tp,
@@ -143,13 +203,15 @@ def _full_training(job: Job, layout: Layout) -> Breakdown:
         sharding="zero3" if layout.offload else ZERO_SHARDING[layout.zero],
         optimizer=job.optimizer,
         weight_bytes=4.0 if fp32 else 2.0,
-        gradient_bytes=4.0 if fp32 else 2.0,
+        gradient_bytes=HF_GRADIENT_BYTES,
         master_weights=not fp32,
         offload_optimizer=layout.offload,
     )
     return Breakdown(
         weights=states.weights_bytes,
-        gradients=states.gradients_bytes,
+        # Without gradient accumulation the gradients are freed (set to None) before each forward and
+        # do not exist yet when the loss's backward peaks; a job that accumulates keeps them.
+        gradients=states.gradients_bytes if gradients_resident else 0.0,
         optimizer=states.optimizer_bytes,
         activations=_activations(job, layout),
         kv_cache=0.0,
@@ -179,7 +241,13 @@ def _peft(shape: TransformerShape, rank: int, qlora: bool, base_bytes: float, op
     """LoRA/QLoRA model states: the same for every layout of a job, so computed once (pure)."""
     if qlora:
         return qlora_memory(shape, rank, optimizer=optimizer)  # type: ignore[arg-type]
-    return lora_memory(shape, rank, base_weight_bytes=base_bytes, optimizer=optimizer)  # type: ignore[arg-type]
+    return lora_memory(
+        shape,
+        rank,
+        targets=tuple(sorted(LORA_TARGETS)),  # type: ignore[arg-type]
+        base_weight_bytes=base_bytes,
+        optimizer=optimizer,  # type: ignore[arg-type]
+    )
 
 
 def weight_precision(precision: str) -> WeightPrecision:

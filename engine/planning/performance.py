@@ -10,9 +10,10 @@ communication with compute is assumed, so times are upper bounds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import floor
 
 from engine.models.kb import Gpu
-from engine.planning.memory import Layout, kv_dtype, micro_batch, weight_precision
+from engine.planning.memory import Breakdown, Layout, kv_dtype, micro_batch, weight_precision
 from engine.planning.workload import Job
 from engine.sizing import (
     GB,
@@ -23,22 +24,20 @@ from engine.sizing import (
     kv_cache_bytes_per_token,
     lora_params,
     moe_decode_params_read,
-    paged_tokens,
     total_params,
     weight_bytes_per_param,
-    weights_bytes,
 )
 from engine.sizing._checks import check_positive
-from engine.sizing.conventions import (
-    FULL_RECOMPUTE_FLOPS_PER_PARAM_TOKEN,
-    MFU,
-    TRAINING_FLOPS_PER_PARAM_TOKEN,
-)
-from engine.sizing.inference_memory import max_concurrent_sequences_unchecked
+from engine.sizing.conventions import ALLREDUCE_LATENCY_S
+from engine.sizing.serving_engines import ENCODER_EFFICIENCY, moe_layer_seconds, profile
 from engine.sizing.throughput import (
     allreduce_seconds_unchecked,
-    decode_step_seconds_unchecked,
     tensor_parallel_comm_seconds_unchecked,
+)
+from engine.sizing.training_speed import (
+    FP8_TRAINING_SPEEDUP,
+    achieved_utilization,
+    training_flops_per_token,
 )
 
 ZERO3_COMM_VOLUME = 1.5
@@ -57,6 +56,12 @@ class Speed:
     aggregate_tokens_per_s: float
     max_concurrent_sequences: int | None = None
     training_hours: float | None = None
+    prefill_tokens_per_s: float | None = None
+    """inference: prompt tokens the plan's replicas process per second when they do nothing else"""
+    time_to_first_token_s: float | None = None
+    """inference: one average prompt's prefill on an idle replica"""
+    corpus_hours: float | None = None
+    """encoders: hours the plan takes to embed the request's corpus"""
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,8 @@ class Links:
     gpu_to_gpu: float
     inter_node: float
     host: float
+    latency_s: float = ALLREDUCE_LATENCY_S
+    """a small all-reduce's fixed cost between a node's GPUs (decode's tensor-parallel messages)"""
 
 
 def peak_flops(gpu: Gpu, precision: str) -> float | None:
@@ -87,9 +94,11 @@ class DecodeWork:
 
     sequences: int
     step_bytes: float
+    """weights and KV cache read per step by one replica (all its GPUs together)"""
     flops_per_token: float
-    weights_bytes: float
-    kv_bytes_per_sequence: float
+    prefill_flops_per_token: float
+    """a prompt token's forward FLOPs, attention over the prompt included"""
+    prompt_tokens: int
 
 
 def decode_work(job: Job, layout: Layout) -> DecodeWork:
@@ -97,61 +106,122 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
     sequences = micro_batch(job, layout)
     read_params = moe_decode_params_read(job.shape, sequences) * job.params / total_params(job.shape)
     kv_per_token = kv_cache_bytes_per_token(job.shape, kv_dtype(job, layout.precision))
-    # Checked here once per layout: the speed on every GPU reads it unchecked.
-    kv_per_sequence = check_positive("kv_bytes_per_sequence", kv_per_token * paged_tokens(job.seq_len))
+    context = job.context_tokens
     step_bytes = decode_bytes_per_step(
-        read_params * weight_bytes_per_param(precision), kv_per_token * job.seq_len, sequences
+        read_params * weight_bytes_per_param(precision),
+        0.0 if job.encoder else kv_per_token * context,
+        sequences,
     )
+    prompt = job.serving.avg_input_tokens if job.serving is not None else job.seq_len
+    prompt = context if job.encoder else max(1, min(prompt, context))
+    shape = job.shape
     return DecodeWork(
         sequences=sequences,
         step_bytes=step_bytes,
         flops_per_token=forward_flops_per_token(job.active_params),
-        weights_bytes=weights_bytes(job.params, precision),
-        kv_bytes_per_sequence=kv_per_sequence,
+        # causal attention over the prompt: on average half of it (Kaplan et al. 2020, Table 1)
+        prefill_flops_per_token=forward_flops_per_token(
+            job.active_params,
+            n_layers=shape.n_layers,
+            context_tokens=max(1, prompt // (1 if job.encoder else 2)),
+            attention_dim=shape.q_dim,
+        ),
+        prompt_tokens=prompt,
     )
 
 
 def inference_speed(
-    job: Job, gpu: Gpu, layout: Layout, links: Links, work: DecodeWork | None = None
+    job: Job,
+    gpu: Gpu,
+    layout: Layout,
+    links: Links,
+    work: DecodeWork | None = None,
+    *,
+    memory: Breakdown | None = None,
+    budget: float | None = None,
 ) -> Speed | None:
-    """Decode speed per sequence and for all replicas (None when the GPU has no FLOPS figure).
+    """Decode speed per sequence and for all replicas, prefill speed and time to first token (None
+    when the GPU has no FLOPS figure); an encoder's speed is its prefill.
 
-    Tensor parallelism reads each weight shard from its own GPU, so bandwidth and FLOPS add up, less two
-    all-reduces per layer; a pipeline split reads the stages one after another, so one sequence decodes
-    at one GPU's speed.
+    Each step streams the replica's weights and KV cache at the engine's share of the bandwidth, adds
+    the decode matmuls at its share of the FLOPS and each MoE layer's fixed cost, and is at least the
+    host's time to launch the layers (engine/sizing/serving_engines.py). Tensor parallelism reads each
+    weight shard from its own GPU, so bandwidth and FLOPS add up, less two all-reduces per layer at the
+    link's latency; a pipeline split reads the stages one after another, so one sequence decodes at
+    one GPU's speed. `budget` (bytes per GPU the plan may fill) and `memory` (the layout's bytes per
+    GPU) give the sequences the KV cache holds, by the rule the plan's fit uses.
     """
     peak = peak_flops(gpu, layout.precision)
     if peak is None:
         return None
+    engine = profile(job.engine)
     work = work or decode_work(job, layout)
     ways = layout.tp if layout.split == "tensor" else 1
-    step = decode_step_seconds_unchecked(
-        work.sequences,
-        work.flops_per_token,
-        work.step_bytes,
-        peak * ways,
-        gpu.memory_bandwidth_gbs * GB * ways,
-    )
+    share = ENCODER_EFFICIENCY if job.encoder else engine.prefill_efficiency
+    prefill_rate = peak * ways * share / work.prefill_flops_per_token
+    first_token = work.prompt_tokens / prefill_rate
+    if job.encoder:
+        documents = job.serving.corpus_documents if job.serving is not None else None
+        hours = (
+            None if documents is None else documents * work.prompt_tokens / (prefill_rate * layout.dp) / 3600
+        )
+        rate = prefill_rate * layout.dp
+        return Speed(prefill_rate, rate, None, None, rate, first_token, hours)
+    streaming = work.step_bytes / (gpu.memory_bandwidth_gbs * GB * ways * engine.bandwidth_efficiency)
+    matmuls = work.sequences * work.flops_per_token / (peak * ways * engine.decode_compute_efficiency)
+    experts = job.shape.n_moe_layers * moe_layer_seconds(ways)
+    step = max(job.shape.n_layers * engine.layer_dispatch_s, streaming + matmuls + experts)
     if layout.split == "tensor" and layout.tp > 1:
         link = check_positive("link_bandwidth_bytes_per_s", links.gpu_to_gpu)  # a KB link may be 0
         step += tensor_parallel_comm_seconds_unchecked(
-            work.sequences, job.shape.hidden_size, job.shape.n_layers, layout.tp, link
+            work.sequences,
+            job.shape.hidden_size,
+            job.shape.n_layers,
+            layout.tp,
+            link,
+            latency_s=links.latency_s,
         )
-    concurrent = max_concurrent_sequences_unchecked(
-        (gpu.usable_memory_gb or gpu.memory_gb) * GB,
-        work.weights_bytes,
-        work.kv_bytes_per_sequence,
-        n_gpus=layout.tp,
-    )
+    concurrent = None
+    if memory is not None and budget is not None and memory.kv_cache > 0:
+        per_sequence_kv = memory.kv_cache / work.sequences
+        concurrent = max(0, floor((budget - (memory.total - memory.kv_cache)) / per_sequence_kv)) * layout.dp
     per_sequence = 1.0 / step
     # Every sequence in flight decodes at the replica's step rate; idle replicas add nothing.
-    return Speed(per_sequence, per_sequence * job.batch, concurrent * layout.dp)
+    return Speed(
+        per_sequence, per_sequence * job.batch, concurrent, None, prefill_rate * layout.dp, first_token
+    )
+
+
+def training_peak_flops(gpu: Gpu, precision: str) -> float | None:
+    """The dense peak a training step is timed against: fp8 training counts as the 16-bit peak times
+    its measured end-to-end gain (FP8_TRAINING_SPEEDUP), not the tensor cores' 2x."""
+    if precision == "fp8" and gpu.fp8_dense_tflops:
+        sixteen = peak_flops(gpu, "bf16")
+        return None if sixteen is None else sixteen * FP8_TRAINING_SPEEDUP
+    return peak_flops(gpu, precision)
+
+
+def training_flops(job: Job, layout: Layout) -> float:
+    """FLOPs per trained token for the layout's method and checkpointing (training_flops_per_token over
+    the matmul parameters: the active ones, less an untied input embedding, which is a lookup)."""
+    shape = job.shape
+    lookup = 0.0 if shape.tie_word_embeddings else float(shape.vocab_size * shape.hidden_size)
+    lookup *= job.params / total_params(shape)  # an estimated shape's count differs from the stated one
+    matmul = max(job.active_params - lookup, job.active_params / 2)
+    return training_flops_per_token(
+        matmul,
+        n_layers=shape.n_layers,
+        seq_len=job.seq_len,
+        q_dim=shape.q_dim,
+        trains_weights=layout.method not in ("lora", "qlora"),
+        checkpointing=layout.checkpointing,
+    )
 
 
 def trained_params(job: Job, method: str) -> float:
     """Parameters that receive gradients: all of them, or the LoRA adapters (QLoRA: every linear layer)."""
     if method == "lora":
-        return float(lora_params(job.shape, job.lora_rank))
+        return float(lora_params(job.shape, job.lora_rank, targets=LORA_ALL_LINEAR))
     if method == "qlora":
         return float(lora_params(job.shape, job.lora_rank, targets=LORA_ALL_LINEAR))
     return job.params
@@ -174,8 +244,9 @@ def training_speed(
 ) -> Speed | None:
     """Training tokens/s over all GPUs, and the hours for `training_tokens` (None without a FLOPS figure).
 
-    Each data-parallel replica runs at least one sequence per micro-step. Per micro-step: compute (C = 6 P
-    per token, 8 P with full recomputation, at the MFU; Transformer Math 101) + the communication left
+    Each data-parallel replica runs at least one sequence per micro-step. Per micro-step: compute (the
+    FLOPs the method does per token, `training_flops`, at the share of the peak the job's stack reaches
+    at the model's width, engine/sizing/training_speed.py) + the communication left
     exposed + tensor-parallel all-reduces + with offload the 16-bit gradients and weights of the trained
     parameters crossing the host link. The exposed communication follows how the frameworks run:
     - DDP all-reduces gradients once per optimizer step of GLOBAL_BATCH_TOKENS (micro-steps accumulate),
@@ -191,15 +262,15 @@ def training_speed(
     more GPUs slower than fewer.
     `trained` is `trained_params(job, layout.method)`, when the caller has it already.
     """
-    peak = peak_flops(gpu, layout.precision)
+    peak = training_peak_flops(gpu, layout.precision)
     if peak is None:
         return None
     gpus = layout.tp * layout.dp
-    per_token = (
-        FULL_RECOMPUTE_FLOPS_PER_PARAM_TOKEN if layout.checkpointing else TRAINING_FLOPS_PER_PARAM_TOKEN
-    )
     step_tokens = max(job.batch, layout.dp) * job.seq_len
-    compute = per_token * job.active_params * step_tokens / (gpus * peak * MFU)
+    achieved = achieved_utilization(
+        job.training_stack, job.shape.hidden_size, adapters=layout.method in ("lora", "qlora")
+    )
+    compute = training_flops(job, layout) * step_tokens / (gpus * peak * achieved)
     step = compute
     if trained is None:
         trained = trained_params(job, layout.method)

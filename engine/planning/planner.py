@@ -17,11 +17,12 @@ from math import ceil
 from types import MappingProxyType
 
 from engine.models.attributes import PLAN_ATTRIBUTES
+from engine.models.kb import Gpu
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
 from engine.planning.candidates import Option
 from engine.planning.economics import Costs, Usage, costs, spend, usage
-from engine.planning.memory import Breakdown, Layout, Split, per_gpu
+from engine.planning.memory import Breakdown, Layout, Split, per_gpu, reported_bytes, serving_budget
 from engine.planning.performance import (
     DecodeWork,
     Speed,
@@ -30,6 +31,7 @@ from engine.planning.performance import (
     trained_params,
     training_speed,
 )
+from engine.planning.requirements import required_prefill_tokens_per_second
 from engine.planning.workload import Job
 from engine.reasoning.policy import (
     Filter,
@@ -183,6 +185,7 @@ class Planner:
         self.plan_filters = tuple(f for f in policy.filters if f.per_plan)
         required = facts.get("sizing.required_tokens_per_s")
         self.required_tps = None if required is None else _number(required)
+        self.required_prefill_tps = required_prefill_tokens_per_second(job)
         per_user = facts.get("sizing.per_user_tokens_per_s")
         self.per_user_tps = None if per_user is None else _number(per_user)
         self.offload_listed = "offload" in (request.constraints.parallelism or ())
@@ -245,7 +248,15 @@ class Planner:
             work = self._decode_work.get(layout)
             if work is None:
                 work = self._decode_work[layout] = decode_work(self.job, layout)
-            speed = inference_speed(self.job, option.gpu, layout, option.links, work)
+            speed = inference_speed(
+                self.job,
+                option.gpu,
+                layout,
+                option.links,
+                work,
+                memory=self.memory(layout),
+                budget=self.usable_on(option.gpu),
+            )
         else:
             trained = self._trained.get(layout.method)
             if trained is None:
@@ -255,19 +266,24 @@ class Planner:
             )
         return speed
 
-    def fitting(self, count: int, per_node: int, capacity_gb: float) -> list[Spec]:
-        """Specs that fit `capacity_gb` per GPU less the headroom, in preference order."""
-        usable = self.usable(capacity_gb)
+    def fitting(self, count: int, per_node: int, gpu: Gpu) -> list[Spec]:
+        """Specs that fit one of these GPUs (`usable_on`), in preference order."""
+        usable = self.usable_on(gpu)
         entries = [self._sized(entry) for entry in self._entries(count, per_node)]
         return [e.spec for e in entries if e.total <= usable]
+
+    def usable_on(self, gpu: Gpu) -> float:
+        """Bytes of one of these GPUs a plan may fill: a serving engine's share of what the driver
+        reports, else what it reports less the headroom kept free."""
+        budget = serving_budget(gpu, self.job) if self.job.task == "inference" else None
+        if budget is not None:
+            return budget
+        real = reported_bytes(gpu)
+        return real - self.kept_free(real / GB)
 
     def kept_free(self, capacity_gb: float) -> float:
         """Bytes of a GPU's memory kept free: the headroom share, at least MIN_HEADROOM."""
         return max(MIN_HEADROOM, capacity_gb * GB * self.headroom)
-
-    def usable(self, capacity_gb: float) -> float:
-        """Bytes of a GPU's memory a plan may use."""
-        return capacity_gb * GB - self.kept_free(capacity_gb)
 
     def _least(self, count: int, per_node: int) -> float:
         """The least memory per GPU any spec for this many GPUs needs (bytes; inf when none), among the
@@ -355,7 +371,7 @@ class Planner:
     def plan_screened(self, option: Option) -> Candidate | Rejection | None:
         """`plan` for an option that has passed `screen`."""
         capacity = _number(option.attrs["vram_per_gpu_gb"])
-        usable = self.usable(capacity)
+        usable = self.usable_on(option.gpu)
         first: Rejection | None = None
         rules: set[str] = set()
         fitted = False
@@ -408,10 +424,15 @@ class Planner:
 
     def _too_small(self, option: Option, least: float, capacity: float) -> str:
         count = f"{option.count} x " if option.count > 1 else ""
-        return (
-            f"needs at least {least / GB:.1f} GB per GPU; {count}{option.gpu.name} has {capacity:g} GB "
-            f"with {self.kept_free(capacity) / GB:.1f} GB kept free"
-        )
+        return f"needs at least {least / GB:.1f} GB per GPU; {count}{option.gpu.name} {self.room(option.gpu)}"
+
+    def room(self, gpu: Gpu) -> str:
+        """What one GPU offers a plan, in words: its reported memory and the share or headroom kept."""
+        real = reported_bytes(gpu) / GB
+        budget = serving_budget(gpu, self.job) if self.job.task == "inference" else None
+        if budget is not None:
+            return f"has {real:.1f} GB, of which {self.job.engine} takes {budget / GB:.1f} GB"
+        return f"has {real:.1f} GB with {self.kept_free(real) / GB:.1f} GB kept free"
 
     def _try(
         self, option: Option, entry: _SizedSpec, capacity: float, memory: Breakdown
@@ -430,7 +451,11 @@ class Planner:
             return None
         copies = 1
         if self.required_tps is not None:
-            copies = max(1, ceil(self.required_tps / speed.aggregate_tokens_per_s))
+            # a copy's time goes to decoding and to reading prompts (prefill), each at its own rate
+            busy = self.required_tps / speed.aggregate_tokens_per_s
+            if self.required_prefill_tps and speed.prefill_tokens_per_s and not job.encoder:
+                busy += self.required_prefill_tps / speed.prefill_tokens_per_s
+            copies = max(1, ceil(busy))
         copies += self.spares
         hours = speed.training_hours
         run_hours = hours if hours is not None else job.job_hours

@@ -7,11 +7,19 @@ from engine.knowledge.kb import KB
 from engine.models.request import RecommendRequest
 from engine.models.response import Bound, JobMemory, Requirements
 from engine.models.rule import Scalar
-from engine.planning.memory import Layout, per_gpu
+from engine.planning.memory import Layout, per_gpu, reported_bytes, serving_budget
 from engine.planning.workload import DEFAULT_TOKENS_PER_S_PER_USER, Job
 from engine.reasoning.conditions import Facts
 from engine.sizing import GB, required_tokens_per_second
+from engine.sizing.serving_engines import ENCODER_EFFICIENCY, profile
+from engine.sizing.training_speed import achieved_utilization
 
+STACK_WORDS = {
+    "huggingface": "a Hugging Face Trainer-class eager PyTorch stack (bf16 autocast, SDPA, PEFT); "
+    "give workload.training_stack for megatron-lm or torchtitan",
+    "megatron-lm": "Megatron-LM (Megatron-Core): up to 47% MFU on H100 clusters, as published",
+    "torchtitan": "torchtitan (FSDP2 + torch.compile): 33-39% MFU for Llama 3.1 8B on H100s, as published",
+}
 TARGET_HEADROOM = 0.05
 TARGET_MIN_HEADROOM_GB = 1.0
 """`hardware.target_fits` keeps the larger of 5% and 1 GB free, the policy of the rule
@@ -22,8 +30,19 @@ def _gb(value: float) -> float:
     return round(value / GB, 3)
 
 
+NATIVE_SERVING_FORMAT = {"fp8": "fp8", "fp4": "int4"}
+"""a checkpoint released in fp8 is served in fp8, one in a 4-bit format at 4 bits (rules
+serve-fp8-checkpoints-in-fp8 and serve-4-bit-checkpoints-in-4-bit)"""
+
+
 def stated_precision(job: Job) -> str:
-    return job.requested_precision or "bf16"
+    """The precision the job is sized in before the rules plan it: the request's, else the format an
+    fp8 or 4-bit checkpoint is served in, else bf16."""
+    if job.requested_precision is not None:
+        return job.requested_precision
+    if job.task == "inference" and job.native_precision in NATIVE_SERVING_FORMAT:
+        return NATIVE_SERVING_FORMAT[job.native_precision]
+    return "bf16"
 
 
 def task_total(job: Job, method: str, precision: str, checkpointing: bool = False) -> float:
@@ -48,6 +67,7 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
     facts["sizing.inference_int4_gb"] = _gb(task_total(job, "inference", "int4"))
     if job.task == "inference":
         facts["sizing.kv_cache_gb"] = _gb(inference.kv_cache)
+        facts["sizing.context_tokens"] = job.context_tokens
         facts["sizing.kv_to_weights_pct"] = round(inference.kv_cache / inference.weights * 100, 2)
         facts["sizing.batch_size"] = job.batch
         facts["sizing.batch_from_traffic"] = job.batch_from_serving
@@ -79,12 +99,23 @@ def required_tps(job: Job) -> float | None:
     serving = job.serving
     if serving is None or serving.requests_per_min is None:
         return None
+    if job.encoder:  # an encoder reads its input and generates nothing
+        return required_tokens_per_second(serving.requests_per_min, max(1, serving.avg_input_tokens))
     return required_tokens_per_second(serving.requests_per_min, serving.avg_output_tokens)
+
+
+def required_prefill_tokens_per_second(job: Job) -> float | None:
+    """The prompt tokens a decoder's fleet must read per second (prefill), with the same burst
+    headroom as its output; None without traffic or without a prompt."""
+    serving = job.serving
+    if serving is None or serving.requests_per_min is None or job.encoder or serving.avg_input_tokens < 1:
+        return None
+    return required_tokens_per_second(serving.requests_per_min, serving.avg_input_tokens)
 
 
 def per_user_tps(job: Job) -> float | None:
     """The decode speed each served sequence needs (`ServingNeeds.per_user_tps`); None for training."""
-    if job.task != "inference":
+    if job.task != "inference" or job.encoder:
         return None
     return job.serving.per_user_tps() if job.serving is not None else DEFAULT_TOKENS_PER_S_PER_USER
 
@@ -115,6 +146,32 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
             "from serving: sequences in flight at peak, requests/s x output tokens / tokens/s per user "
             "(Little's law), decoded together by continuous batching; give workload.batch_size to fix it"
         )
+    if job.training:
+        found["training_stack"] = STACK_WORDS[job.training_stack]
+        found["training_flops_share"] = round(
+            achieved_utilization(
+                job.training_stack, job.shape.hidden_size, adapters=job.task in ("lora", "qlora")
+            ),
+            3,
+        )
+        found["training_memory"] = (
+            "what an eager PyTorch step keeps at its peak (engine/sizing/kept_activations.py): fp32 weights "
+            "and gradients under bf16 autocast, AdamW states, activations, and the loss's fp32 logits "
+            + (
+                "(fused loss: none)"
+                if job.fused_loss
+                else "and their gradient (workload.fused_loss removes them)"
+            )
+        )
+    else:
+        engine = profile(job.engine)
+        found["serving_engine"] = job.engine
+        found["serving_engine_source"] = engine.source
+        found["decode_bandwidth_efficiency"] = engine.bandwidth_efficiency
+        found["prefill_flops_share"] = ENCODER_EFFICIENCY if job.encoder else engine.prefill_efficiency
+        if engine.memory_utilization < 1.0:
+            found["gpu_memory_utilization"] = engine.memory_utilization
+        found["context_tokens"] = float(job.context_tokens)
     per_user = per_user_tps(job)
     if per_user is not None:
         found["tokens_per_s_per_user"] = round(per_user, 3)
@@ -126,7 +183,7 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
     return found
 
 
-def hardware_facts(request: RecommendRequest, kb: KB, task_gb: float) -> dict[str, Scalar]:
+def hardware_facts(request: RecommendRequest, kb: KB, task_gb: float, job: Job) -> dict[str, Scalar]:
     facts: dict[str, Scalar] = {}
     target = request.constraints.target_hardware
     if target is not None:
@@ -137,8 +194,16 @@ def hardware_facts(request: RecommendRequest, kb: KB, task_gb: float) -> dict[st
         facts["hardware.target_class"] = gpu.gpu_class
         facts["hardware.target_vendor"] = gpu.vendor
         facts["hardware.target_bf16"] = "bf16" in gpu.native_precisions
-        kept_free = max(TARGET_MIN_HEADROOM_GB, memory * TARGET_HEADROOM)
-        facts["hardware.target_fits"] = task_gb / target.count <= memory - kept_free
+        # the plans' own fit: a serving engine's share of what the driver reports, else that less the
+        # headroom (the keep-memory-headroom rule's share, not yet known here, at its least)
+        reported = reported_bytes(gpu) / GB
+        budget = serving_budget(gpu, job) if job.task == "inference" else None
+        usable = (
+            budget / GB
+            if budget is not None
+            else reported - max(TARGET_MIN_HEADROOM_GB, reported * TARGET_HEADROOM)
+        )
+        facts["hardware.target_fits"] = task_gb / target.count <= usable
         if gpu.compute_capability is not None:
             facts["hardware.target_compute_capability"] = float(gpu.compute_capability)
     owned = [kb.gpus[item.gpu] for item in request.constraints.existing_hardware]

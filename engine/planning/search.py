@@ -13,10 +13,14 @@ from engine.knowledge.graph import KBGraph
 from engine.models.attributes import PLAN_ATTRIBUTES
 from engine.planning.candidates import Context, Option, options
 from engine.planning.measures import complexity_of, preference_factor
-from engine.planning.performance import peak_flops
+from engine.planning.memory import Layout
+from engine.planning.performance import training_flops, training_peak_flops
 from engine.planning.planner import Candidate, Planner, Rejection
 from engine.reasoning.policy import Filter
-from engine.sizing.conventions import MFU, TRAINING_FLOPS_PER_PARAM_TOKEN
+from engine.sizing.training_speed import achieved_utilization
+
+ADAPTED = ("lora", "qlora")
+"""methods that train adapters on a frozen base"""
 
 OPTION_CACHE_SIZE = 256
 Measure = Callable[[Candidate, str, float | None], float]
@@ -325,11 +329,13 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     balanced = objective == "balanced"
     # A rented run with no utilisation stated pays for its own hours, which are at least its
     # compute at the GPU's highest dense peak (every plan adds communication to that).
+    # the least FLOPs a plan's method does (no recomputation), at the share of the peak it reaches
     run_flops = (
-        tokens * TRAINING_FLOPS_PER_PARAM_TOKEN * job.active_params
+        tokens * training_flops(job, Layout(method=job.task, precision="bf16"))
         if tokens is not None and job.task != "inference"
         else None
     )
+    achieved = achieved_utilization(job.training_stack, job.shape.hidden_size, adapters=job.task in ADAPTED)
     # The compute formats a plan may use: only the requested one while only plans as asked are sized
     # (QLoRA computes in 16-bit whatever is asked); else the fastest the GPU has.
     requested = job.requested_precision or planner.base_precision
@@ -341,9 +347,9 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
         if run_flops is not None and option.acquisition == "rent":
             # a run's compute at the highest peak its plans may use, on every GPU of the option (a
             # plan adds communication to it, and uses at most that many GPUs)
-            peak = max((p for p in (peak_flops(option.gpu, f) for f in formats) if p), default=0)
+            peak = max((p for p in (training_peak_flops(option.gpu, f) for f in formats) if p), default=0)
             if peak > 0:
-                hours = run_flops / (option.count * peak * MFU) / 3600.0
+                hours = run_flops / (option.count * peak * achieved) / 3600.0
                 least = option.hourly_rent_usd * min(hours, job.horizon_hours)
         attrs = option.attrs
         weight = sum(w for w, tests in favouring if all(n in attrs and holds(attrs[n]) for n, holds in tests))

@@ -20,7 +20,9 @@ from engine.models.request import (
     DEFAULT_OUTPUT_TOKENS,
     RecommendRequest,
     Serving,
+    ServingEngine,
     Task,
+    TrainingStack,
     Workload,
 )
 from engine.planning.architecture import Contradiction, Filled, complete
@@ -50,6 +52,7 @@ DEFAULT_DEADLINE_HOURS = {
 """The wall-clock a training run may take when the request gives no `job_hours`: a month for
 pretraining, a week for fine-tuning (capped by the horizon). Longer runs are planned only when asked."""
 TokensSource = Literal["request", "default", "none"]
+ModelKind = Literal["decoder", "encoder"]
 
 
 class InvalidRequest(ValueError):
@@ -85,6 +88,7 @@ class ServingNeeds:
     latency_p95_s: float | None
     min_tokens_per_s_per_user: float | None
     defaulted: tuple[str, ...]
+    corpus_documents: int | None = None
 
     @classmethod
     def of(cls, serving: Serving) -> ServingNeeds:
@@ -102,7 +106,13 @@ class ServingNeeds:
             latency_p95_s=serving.latency_p95_s,
             min_tokens_per_s_per_user=serving.min_tokens_per_s_per_user,
             defaulted=defaulted,
+            corpus_documents=serving.corpus_documents,
         )
+
+    @property
+    def tokens_stated(self) -> bool:
+        """the request gives the prompt or the output length"""
+        return len(self.defaulted) < 2
 
     def per_user_tps(self) -> float:
         """The decode speed each sequence needs: the stated floor, or the output tokens over the p95
@@ -168,6 +178,14 @@ class Job:
     """what that config left unsaid and was taken from its model_type"""
     native_precision: str | None = None
     """the precision the model's checkpoint is released in (its KB entry's, or its config's)"""
+    fused_loss: bool = False
+    """training: a fused linear cross-entropy that never holds the whole batch's logits"""
+    engine: ServingEngine = "vllm"
+    """inference: the serving software"""
+    kind: ModelKind = "decoder"
+    """decoder (generates), encoder (embeds or classifies: prefill only), as the KB model says"""
+    training_stack: TrainingStack = "huggingface"
+    """training: the software stack, which sets the share of peak FLOPS reached"""
 
     @property
     def training(self) -> bool:
@@ -176,6 +194,22 @@ class Job:
     @property
     def is_moe(self) -> bool:
         return self.active_params < self.params
+
+    @property
+    def encoder(self) -> bool:
+        """an encoder or embedding model: it reads its input and generates nothing"""
+        return self.kind == "encoder"
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens each served sequence holds in the KV cache at its longest: the prompt plus the output
+        when the serving block states either, else `seq_len`; an encoder's input."""
+        serving = self.serving
+        if serving is None or not serving.tokens_stated:
+            return self.seq_len
+        if self.encoder:
+            return max(1, serving.avg_input_tokens)
+        return serving.avg_input_tokens + serving.avg_output_tokens
 
 
 HOURS_PER_MONTH = 730.0
@@ -288,6 +322,10 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         config_notes=from_config.notes if from_config else (),
         native_precision=(from_config.native_precision if from_config else None)
         or (model.native_precision if model else None),
+        fused_loss=workload.fused_loss,
+        training_stack=workload.training_stack,
+        engine=(workload.serving.engine if workload.serving else None) or "vllm",
+        kind="encoder" if model is not None and model.kind == "encoder" else "decoder",
     )
 
 

@@ -1,0 +1,1148 @@
+"""GPU calibration harness: measures the workloads the advisor sizes and writes a calibration file.
+
+    python -m bench.calibrate --gpu nvidia-h200-sxm --out data/calibration/h200-2026-12-01.json
+    python -m bench.calibrate --gpu nvidia-h100-sxm --out data/calibration/h100-x.json --runs default extended
+    python -m bench.calibrate --gpu nvidia-h100-sxm --out x.json --runs qwen3-8b:lora:b4:s2048:ckpt
+    python -m bench.calibrate --runs all --list        # prints the runs chosen; needs no GPU
+
+The file written validates against `engine.models.calibration.CalibrationFile` (it is checked before it is
+written) and is never written over unless `--force` is given. Measuring needs a CUDA GPU with torch,
+transformers and peft; nothing is downloaded: every network is built from its KB entry
+(`kb/models/<id>.yaml`, the published config.json values) with random weights, so the figures are those
+of the real shapes without the real checkpoint. How each figure is taken is written into the file's
+`method` text (`method_text`), following data/calibration/h200-2026-11-26.json.
+
+Everything but the measuring itself (run specs, the KB-to-config mapping, the figures' arithmetic, the
+document) imports and runs without torch, so it is tested on machines without a GPU.
+
+Run specs
+---------
+`--runs` takes run specs and list names. A list name is `default` (the 11 runs of
+data/calibration/h200-2026-11-26.json), `extended` (new shapes: `EXTENDED_RUNS`) or `all` (both).
+A run spec is `MODEL:METHOD[:OPTION]...`, fields separated by colons, options in any order, each at
+most once:
+
+    MODEL            a KB model id (kb/models/<id>.yaml), e.g. qwen3-8b
+    METHOD           full (or full_finetune) | lora | decode (or inference)
+    bN               batch, sequences per micro-batch (default 1)
+    sN               tokens per sequence: training, required
+    gaN              micro-batches per optimizer step: training (default 1)
+    ckpt             activation checkpointing: training
+    rN               LoRA rank (default 16; alpha is 2r): lora
+    eager | static   decode engine, hf-eager (default) or hf-static-compile (hf-eager and
+                     hf-static-compile are accepted too): decode
+    pN               prompt tokens: decode (default 128)
+    nN               new tokens generated: decode (default 128)
+
+For example `qwen3-8b:lora:b4:s2048:ckpt`, `llama-3-2-1b:full:b2:s8192:ckpt`,
+`qwen3-8b:decode:static:b32:n256`. Every run has a canonical spec (`RunSpec.name`: method spelled
+short, every value written out, e.g. `qwen3-8b:lora:b4:s2048:r16:ckpt`), which `--list` prints and
+which names the run in progress lines and in the failures list.
+
+`--only NAME` (repeatable) keeps the runs NAME matches: a run spec (compared in canonical form), a
+model id, or a shell-style pattern over canonical specs (`'qwen3-8b:decode:*'`).
+
+Each run is measured on its own, memory freed between runs. A run that fails (out of memory, a family
+this harness cannot build, over `--timeout-per-run`) goes into a failures list printed at the end and
+is not written into `runs`; the others go on. The exit status is 0 when every run was measured, 1 when
+some failed (the file holds the rest), 2 when nothing was written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import fnmatch
+import gc
+import importlib
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from engine.knowledge import paths
+from engine.models.calibration import CalibrationFile, DecodeRun, TrainingRun
+
+Method = Literal["full_finetune", "lora", "inference"]
+Engine = Literal["hf-eager", "hf-static-compile"]
+
+GB = 1e9
+MFU_PEAK_FLOPS = 989e12
+"""The denominator of `mfu_6PD_vs_989`: H100/H200 SXM dense bf16, TFLOP/s as the KB gives it."""
+
+TRAIN_WARMUP_STEPS = 2
+TRAIN_TIMED_STEPS = 5
+DECODE_REPEATS = 3
+"""Timed `generate` calls of each length (full, prefill-only) after the warm-up calls; the median is kept."""
+
+DEFAULT_LORA_RANK = 16
+DEFAULT_PROMPT = 128
+DEFAULT_NEW_TOKENS = 128
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+MATMUL_N = 8192
+COPY_BYTES = 1 << 30
+
+_KB_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_COUNT_MAX = 1_000_000
+_METHODS: dict[str, Method] = {
+    "full": "full_finetune",
+    "full_finetune": "full_finetune",
+    "lora": "lora",
+    "decode": "inference",
+    "inference": "inference",
+}
+_METHOD_SHORT: dict[Method, str] = {"full_finetune": "full", "lora": "lora", "inference": "decode"}
+_ENGINES: dict[str, Engine] = {
+    "eager": "hf-eager",
+    "hf-eager": "hf-eager",
+    "static": "hf-static-compile",
+    "hf-static-compile": "hf-static-compile",
+}
+_ENGINE_SHORT: dict[Engine, str] = {"hf-eager": "eager", "hf-static-compile": "static"}
+_NUMBERED = re.compile(r"^(ga|b|s|r|p|n)([0-9]+)$")
+_OPTION_WORDS = {"b": "batch", "s": "sequence length", "ga": "gradient accumulation", "r": "LoRA rank"}
+_OPTION_WORDS |= {"p": "prompt tokens", "n": "new tokens", "ckpt": "checkpointing", "engine": "engine"}
+_TRAINING_ONLY = {"s", "ga", "ckpt"}
+_LORA_ONLY = {"r"}
+_DECODE_ONLY = {"p", "n", "engine"}
+SPEC_SYNTAX = (
+    "MODEL:METHOD[:OPTION]... with METHOD full|lora|decode and OPTIONs bN (batch), sN (sequence, training), "
+    "gaN (gradient accumulation), ckpt (checkpointing), rN (LoRA rank), eager|static (decode engine), "
+    "pN (prompt), nN (new tokens); e.g. qwen3-8b:lora:b4:s2048:ckpt"
+)
+
+
+class RunSpecError(ValueError):
+    """A run spec, list name or `--only` pattern that cannot be used; the message says which and why."""
+
+
+class UnsupportedModel(ValueError):
+    """A KB model this harness cannot build as a Hugging Face causal LM; the message names the model."""
+
+
+class RunTimeout(RuntimeError):
+    """A run went past `--timeout-per-run` (checked between steps and between `generate` calls)."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One workload to measure: a KB model, a method and its shape."""
+
+    model: str
+    method: Method
+    batch: int = 1
+    seq: int | None = None
+    checkpointing: bool = False
+    gradient_accumulation: int = 1
+    lora_rank: int | None = None
+    engine: Engine | None = None
+    prompt: int | None = None
+    new_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if not _KB_ID.match(self.model):
+            raise RunSpecError(f"{self.model!r} is not a KB model id (lowercase words joined by '-')")
+        if self.training:
+            if self.seq is None:
+                raise RunSpecError(f"{self.model}: a {self.method} run needs a sequence length")
+            if (self.lora_rank is not None) != (self.method == "lora"):
+                raise RunSpecError(f"{self.model}: a LoRA rank goes with method lora and only with it")
+            if self.engine is not None or self.prompt is not None or self.new_tokens is not None:
+                raise RunSpecError(f"{self.model}: engine, prompt and new tokens are for decode runs")
+        else:
+            if self.engine is None or self.prompt is None or self.new_tokens is None:
+                raise RunSpecError(f"{self.model}: a decode run needs an engine, a prompt and new tokens")
+            if self.seq is not None or self.checkpointing or self.gradient_accumulation != 1:
+                raise RunSpecError(f"{self.model}: sequence, checkpointing and accumulation are for training")
+            if self.lora_rank is not None:
+                raise RunSpecError(f"{self.model}: a LoRA rank goes with method lora")
+        counts = (
+            self.batch,
+            self.seq,
+            self.gradient_accumulation,
+            self.lora_rank,
+            self.prompt,
+            self.new_tokens,
+        )
+        for value in counts:
+            if value is not None and not 1 <= value <= _COUNT_MAX:
+                raise RunSpecError(f"{self.model}: counts are between 1 and {_COUNT_MAX:,}, not {value}")
+
+    @property
+    def training(self) -> bool:
+        return self.method != "inference"
+
+    @property
+    def name(self) -> str:
+        """The canonical spec: `parse_run_spec(spec.name) == spec`."""
+        parts = [self.model, _METHOD_SHORT[self.method]]
+        if self.training:
+            parts += [f"b{self.batch}", f"s{self.seq}"]
+            if self.gradient_accumulation != 1:
+                parts.append(f"ga{self.gradient_accumulation}")
+            if self.lora_rank is not None:
+                parts.append(f"r{self.lora_rank}")
+            if self.checkpointing:
+                parts.append("ckpt")
+        else:
+            assert self.engine is not None
+            parts += [_ENGINE_SHORT[self.engine], f"b{self.batch}", f"p{self.prompt}", f"n{self.new_tokens}"]
+        return ":".join(parts)
+
+
+def parse_run_spec(text: str) -> RunSpec:
+    """A run spec (module docstring, `SPEC_SYNTAX`) as a RunSpec; RunSpecError says what is wrong."""
+    parts = text.strip().split(":")
+    if len(parts) < 2 or not all(parts):
+        raise RunSpecError(f"run spec {text!r}: expected {SPEC_SYNTAX}")
+    model, method_word, *options = parts
+    if not _KB_ID.match(model):
+        raise RunSpecError(
+            f"run spec {text!r}: {model!r} is not a KB model id (lowercase words joined by '-')"
+        )
+    method = _METHODS.get(method_word)
+    if method is None:
+        raise RunSpecError(f"run spec {text!r}: method {method_word!r} is not one of full, lora, decode")
+    seen: dict[str, str] = {}
+    numbers: dict[str, int] = {}
+    engine: Engine | None = None
+    for option in options:
+        numbered = _NUMBERED.match(option)
+        if numbered:
+            key, number = numbered.group(1), int(numbered.group(2))
+            if not 1 <= number <= _COUNT_MAX:
+                raise RunSpecError(f"run spec {text!r}: {option!r}: counts are between 1 and {_COUNT_MAX:,}")
+            numbers[key] = number
+        elif option == "ckpt":
+            key = "ckpt"
+        elif option in _ENGINES:
+            key, engine = "engine", _ENGINES[option]
+        else:
+            raise RunSpecError(f"run spec {text!r}: unknown option {option!r}; expected {SPEC_SYNTAX}")
+        if key in seen:
+            raise RunSpecError(f"run spec {text!r}: {_OPTION_WORDS[key]} given twice ({seen[key]}, {option})")
+        seen[key] = option
+        wrong = (
+            (_DECODE_ONLY if method != "inference" else set())
+            | (_TRAINING_ONLY if method == "inference" else set())
+            | (_LORA_ONLY if method != "lora" else set())
+        )
+        if key in wrong:
+            raise RunSpecError(
+                f"run spec {text!r}: {option!r} ({_OPTION_WORDS[key]}) does not apply to {method}"
+            )
+    if method == "inference":
+        return RunSpec(
+            model=model,
+            method=method,
+            batch=numbers.get("b", 1),
+            engine=engine or "hf-eager",
+            prompt=numbers.get("p", DEFAULT_PROMPT),
+            new_tokens=numbers.get("n", DEFAULT_NEW_TOKENS),
+        )
+    if "s" not in numbers:
+        raise RunSpecError(f"run spec {text!r}: a {method} run needs a sequence length (e.g. s2048)")
+    return RunSpec(
+        model=model,
+        method=method,
+        batch=numbers.get("b", 1),
+        seq=numbers["s"],
+        checkpointing="ckpt" in seen,
+        gradient_accumulation=numbers.get("ga", 1),
+        lora_rank=numbers.get("r", DEFAULT_LORA_RANK) if method == "lora" else None,
+    )
+
+
+DEFAULT_RUNS: tuple[RunSpec, ...] = tuple(
+    parse_run_spec(spec)
+    for spec in (
+        "qwen3-0-6b:full:b8:s2048",
+        "qwen3-1-7b:full:b4:s2048",
+        "qwen3-1-7b:full:b4:s2048:ckpt",
+        "qwen3-1-7b:full:b8:s2048",
+        "qwen3-8b:lora:b1:s2048:r16",
+        "qwen3-8b:lora:b4:s2048:r16",
+        "qwen3-8b:lora:b4:s2048:r16:ckpt",
+        "qwen3-8b:decode:eager:b1:p128:n128",
+        "qwen3-8b:decode:eager:b32:p128:n128",
+        "qwen3-8b:decode:static:b1:p128:n256",
+        "qwen3-8b:decode:static:b32:p128:n256",
+    )
+)
+"""The 11 workloads of data/calibration/h200-2026-11-26.json, in its order."""
+
+EXTENDED_RUNS: tuple[RunSpec, ...] = tuple(
+    parse_run_spec(spec)
+    for spec in (
+        "llama-3-2-1b:full:b4:s4096:ckpt",
+        "llama-3-2-1b:full:b2:s8192:ckpt",
+        "llama-3-1-8b:lora:b1:s8192:r16:ckpt",
+        "llama-3-1-8b:lora:b1:s8192:r16",
+        "qwen3-30b-a3b:decode:eager:b1:p128:n128",
+        "qwen3-30b-a3b:decode:eager:b8:p128:n128",
+        "llama-3-1-8b:decode:static:b1:p128:n256",
+        "llama-3-1-8b:decode:static:b32:p128:n256",
+    )
+)
+"""Shapes the default list lacks: another family (Llama 3), long sequences (4,096 and 8,192 tokens, the
+same 16,384 tokens a step for the full fine-tunes, so the attention's share shows), LoRA at 8,192 with and
+without checkpointing (without it, scaling the qwen3-8b LoRA runs' memory per token gives about 100 GB, so
+an 80 GB card is expected to record it as a failure), a mixture-of-experts decode (Qwen3 30B-A3B, 61 GB of
+bf16 weights) and the static-cache compiled decode of a second model."""
+
+RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
+    "default": DEFAULT_RUNS,
+    "extended": EXTENDED_RUNS,
+    "all": DEFAULT_RUNS + EXTENDED_RUNS,
+}
+
+
+def resolve_runs(items: Iterable[str]) -> list[RunSpec]:
+    """`--runs` values (list names and run specs) as runs in the order given, each run once."""
+    runs: dict[str, RunSpec] = {}
+    for item in items:
+        for spec in RUN_LISTS.get(item) or (parse_run_spec(item),):
+            runs.setdefault(spec.name, spec)
+    return list(runs.values())
+
+
+def select_runs(runs: Sequence[RunSpec], only: Sequence[str]) -> list[RunSpec]:
+    """The runs that one of the `--only` names matches (all runs when none is given)."""
+    if not only:
+        return list(runs)
+    kept: list[RunSpec] = []
+    for spec in runs:
+        for name in only:
+            if name == spec.model or fnmatch.fnmatchcase(spec.name, name):
+                kept.append(spec)
+                break
+            try:
+                if parse_run_spec(name).name == spec.name:
+                    kept.append(spec)
+                    break
+            except RunSpecError:
+                pass
+    if not kept:
+        raise RunSpecError(
+            f"--only {' '.join(only)} matches none of the runs: {', '.join(s.name for s in runs)}"
+        )
+    return kept
+
+
+def check_models_exist(runs: Iterable[RunSpec], kb_root: Path) -> None:
+    """RunSpecError naming every model id of `runs` that has no kb/models/<id>.yaml (with near misses)."""
+    known = sorted(p.stem for p in (kb_root / "models").glob("*.yaml"))
+    missing = sorted({spec.model for spec in runs} - set(known))
+    if missing:
+        hints = [
+            f"{m} (did you mean {', '.join(close)}?)"
+            if (close := difflib.get_close_matches(m, known, 3))
+            else m
+            for m in missing
+        ]
+        raise RunSpecError(f"no such model in {kb_root / 'models'}: {'; '.join(hints)}")
+
+
+@dataclass(frozen=True)
+class HFConfig:
+    """A Hugging Face model type and the `AutoConfig.for_model` keyword arguments of one KB model."""
+
+    model_type: str
+    kwargs: dict[str, Any]
+
+
+FAMILY_MODEL_TYPES: dict[str, str] = {
+    "qwen3": "qwen3",
+    "qwen2.5": "qwen2",
+    "llama-2": "llama",
+    "llama-3": "llama",
+    "tinyllama": "llama",
+    "smollm2": "llama",
+    "mistral": "mistral",
+    "mistral-nemo": "mistral",
+    "mistral-small": "mistral",
+}
+"""KB family to the Hugging Face model type of its dense models."""
+
+FAMILY_MOE_MODEL_TYPES: dict[str, str] = {"qwen3": "qwen3_moe", "mixtral": "mixtral"}
+"""KB family to the Hugging Face model type of its mixture-of-experts models (KB `n_experts` set)."""
+
+_QK_NORM_TYPES = {"qwen3", "qwen3_moe"}
+_REQUIRED_ARCHITECTURE = (
+    "n_layers",
+    "hidden_size",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+    "tie_word_embeddings",
+)
+_SLIDING_WINDOW_TYPES = {"mistral", "mixtral"}
+
+
+def load_kb_model(model_id: str, kb_root: Path) -> dict[str, Any]:
+    """kb/models/<model_id>.yaml as a dict (yaml.safe_load)."""
+    path = kb_root / "models" / f"{model_id}.yaml"
+    if not path.is_file():
+        raise RunSpecError(f"no such model: {model_id} ({path} does not exist)")
+    entry = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(entry, dict) or not isinstance(entry.get("architecture"), dict):
+        raise UnsupportedModel(f"{model_id}: {path} has no architecture block")
+    return entry
+
+
+def hf_config_from_kb(entry: Mapping[str, Any]) -> HFConfig:
+    """The Hugging Face config of a KB model entry: the KB's shapes under the transformers names.
+
+    Values the KB does not hold (RoPE theta and scaling, norm epsilon, token ids) keep transformers'
+    defaults: none of them changes a tensor's shape, so none changes memory or speed. A KB feature the
+    model type cannot express (QK-norm on Llama, a vision encoder, latent attention...) is an
+    UnsupportedModel error naming the model, not a silently different network."""
+    model_id = str(entry.get("id", "?"))
+    family = str(entry.get("family", "?"))
+    arch: Mapping[str, Any] = entry["architecture"]
+    moe = arch.get("n_experts") is not None
+    model_type = (FAMILY_MOE_MODEL_TYPES if moe else FAMILY_MODEL_TYPES).get(family)
+    if model_type is None:
+        supported = ", ".join(sorted(FAMILY_MOE_MODEL_TYPES if moe else FAMILY_MODEL_TYPES))
+        kind = "mixture-of-experts " if moe else ""
+        scope = f" for {kind}models" if moe else ""
+        raise UnsupportedModel(
+            f"{model_id}: family {family!r} is not supported by bench.calibrate{scope}; "
+            f"supported {kind}families: {supported}"
+        )
+    problems = _unsupported_features(entry, model_type)
+    if problems:
+        raise UnsupportedModel(f"{model_id} ({family}, built as {model_type}): {'; '.join(problems)}")
+
+    kwargs: dict[str, Any] = {
+        "vocab_size": arch["vocab_size"],
+        "hidden_size": arch["hidden_size"],
+        "intermediate_size": arch["intermediate_size"],
+        "num_hidden_layers": arch["n_layers"],
+        "num_attention_heads": arch["n_heads"],
+        "num_key_value_heads": arch["n_kv_heads"],
+        "max_position_embeddings": arch["max_position_embeddings"],
+        "tie_word_embeddings": bool(arch["tie_word_embeddings"]),
+        "hidden_act": "silu",
+    }
+    if model_type != "qwen2":
+        kwargs["head_dim"] = arch["head_dim"]
+    if model_type in {"qwen3", "qwen3_moe", "llama"}:
+        kwargs["attention_bias"] = bool(arch.get("attention_bias", False))
+    if model_type == "llama":
+        kwargs["mlp_bias"] = bool(arch.get("mlp_bias", False))
+    if model_type in {"qwen2", "qwen3", "qwen3_moe"}:
+        kwargs["use_sliding_window"] = False
+    if model_type in _SLIDING_WINDOW_TYPES:
+        kwargs["sliding_window"] = arch.get("sliding_window")
+    if model_type == "qwen3_moe":
+        kwargs |= {
+            "num_experts": arch["n_experts"],
+            "num_experts_per_tok": arch["experts_per_token"],
+            "moe_intermediate_size": arch["moe_intermediate_size"],
+            "decoder_sparse_step": 1,
+            "mlp_only_layers": [],
+            "norm_topk_prob": True,
+        }
+    if model_type == "mixtral":
+        kwargs |= {"num_local_experts": arch["n_experts"], "num_experts_per_tok": arch["experts_per_token"]}
+    return HFConfig(model_type=model_type, kwargs=kwargs)
+
+
+def _unsupported_features(entry: Mapping[str, Any], model_type: str) -> list[str]:
+    """What in a KB entry the Hugging Face `model_type` would build differently, in words."""
+    arch: Mapping[str, Any] = entry["architecture"]
+    problems: list[str] = []
+
+    def need(condition: bool, what: str) -> None:
+        if not condition:
+            problems.append(what)
+
+    need(entry.get("kind") == "decoder", f"kind {entry.get('kind')!r}: only decoders are built (causal LM)")
+    missing = [key for key in _REQUIRED_ARCHITECTURE if key not in arch]
+    need(not missing, f"the architecture lacks {', '.join(missing)}")
+    need(arch.get("mlp") == "gated", f"mlp {arch.get('mlp')!r}: {model_type} has a gated (SwiGLU) MLP")
+    need(arch.get("norm") == "rmsnorm", f"norm {arch.get('norm')!r}: {model_type} uses RMSNorm")
+    need(arch.get("position_embedding") == "rope", f"positions {arch.get('position_embedding')!r}: not RoPE")
+    need(arch.get("norms_per_layer", 2) == 2, "norms_per_layer other than 2 (pre-norm attention and MLP)")
+    need(not arch.get("extra_params_count"), "a vision encoder (extra_params_count), which is not built")
+    need(arch.get("sliding_window_layers") is None, "sliding_window_layers (a window on some layers only)")
+    mla = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+    need(all(arch.get(key) is None for key in mla), "multi-head latent attention")
+    need(not arch.get("n_shared_experts"), "shared experts")
+    need(arch.get("moe_layers") in (None, arch.get("n_layers")), "experts on only some layers (moe_layers)")
+    qk_norm = bool(arch.get("qk_norm", False))
+    need(qk_norm == (model_type in _QK_NORM_TYPES), f"qk_norm {str(qk_norm).lower()}: {model_type} differs")
+    need(
+        model_type in _SLIDING_WINDOW_TYPES or arch.get("sliding_window") is None,
+        f"a sliding window, which {model_type} is not built with here",
+    )
+    attention_bias = bool(arch.get("attention_bias", False))
+    output_bias = arch.get("attention_output_bias")
+    output_bias = attention_bias if output_bias is None else bool(output_bias)
+    if model_type == "qwen2":
+        need(attention_bias and not output_bias, "qwen2 has q, k, v biases and no output-projection bias")
+        if not missing:
+            need(
+                arch["head_dim"] * arch["n_heads"] == arch["hidden_size"],
+                "qwen2 needs head_dim x heads = hidden",
+            )
+    else:
+        need(
+            output_bias == attention_bias, f"{model_type} has an output-projection bias iff q, k, v have one"
+        )
+    if model_type in {"mistral", "mixtral", "qwen3", "qwen3_moe"}:
+        need(not arch.get("mlp_bias"), f"MLP biases, which {model_type} does not have")
+    if model_type in {"mistral", "mixtral"}:
+        need(not attention_bias, f"attention biases, which {model_type} does not have")
+    if model_type == "qwen3_moe":
+        need(arch.get("moe_intermediate_size") is not None, "an MoE without moe_intermediate_size")
+    if model_type == "mixtral":
+        width = arch.get("moe_intermediate_size")
+        need(width in (None, arch.get("intermediate_size")), "mixtral's experts are intermediate_size wide")
+    if arch.get("n_experts") is not None:
+        need(arch.get("experts_per_token") is not None, "an MoE without experts_per_token")
+    return problems
+
+
+def hf_config(model_id: str, kb_root: Path) -> HFConfig:
+    """`hf_config_from_kb` of kb/models/<model_id>.yaml."""
+    return hf_config_from_kb(load_kb_model(model_id, kb_root))
+
+
+def _positive(value: float, digits: int) -> float:
+    """`value` rounded to `digits` decimals, or to 3 significant figures where that would give 0."""
+    if not value > 0:
+        raise ValueError(f"a measured figure came out as {value}, not a positive number")
+    rounded = round(value, digits)
+    return rounded if rounded > 0 else float(f"{value:.3g}")
+
+
+def training_result(
+    spec: RunSpec,
+    *,
+    params: int,
+    trainable_params: int,
+    weights_bytes: int,
+    step_times_s: Sequence[float],
+    peak_allocated_bytes: int,
+    peak_reserved_bytes: int,
+) -> dict[str, Any]:
+    """One training run's figures, as `TrainingRun` fields (validated): the median step, tokens/s and
+    6 x params x tokens/s over 989 TFLOP/s (left out where it would pass 1, as on B200-class GPUs)."""
+    assert spec.training and spec.seq is not None
+    step_s = statistics.median(step_times_s)
+    tokens_per_s = spec.batch * spec.seq * spec.gradient_accumulation / step_s
+    mfu = 6 * params * tokens_per_s / MFU_PEAK_FLOPS
+    result: dict[str, Any] = {
+        "model": spec.model,
+        "method": spec.method,
+        "batch": spec.batch,
+        "seq": spec.seq,
+        "checkpointing": spec.checkpointing,
+        "gradient_accumulation": spec.gradient_accumulation,
+        "lora_rank": spec.lora_rank,
+        "params": params,
+        "trainable_params": trainable_params if spec.method == "lora" else None,
+        "weights_gb": _positive(weights_bytes / GB, 3),
+        "step_s": _positive(step_s, 4),
+        "tokens_per_s": _positive(tokens_per_s, 1),
+        "peak_allocated_gb": _positive(peak_allocated_bytes / GB, 3),
+        "peak_reserved_gb": _positive(peak_reserved_bytes / GB, 3),
+        "mfu_6PD_vs_989": _positive(mfu, 3) if 0 < mfu <= 1 else None,
+    }
+    return TrainingRun.model_validate(result).model_dump(mode="json", exclude_none=True)
+
+
+def decode_result(
+    spec: RunSpec,
+    *,
+    weights_bytes: int,
+    full_times_s: Sequence[float],
+    prefill_times_s: Sequence[float],
+    warm0_s: float,
+    warm1_s: float | None,
+    peak_allocated_bytes: int,
+) -> dict[str, Any]:
+    """One decode run's figures, as `DecodeRun` fields (validated): a decode step is (median generate
+    time - median prefill-only generate time) / new tokens."""
+    assert not spec.training and spec.new_tokens is not None
+    step_s = (statistics.median(full_times_s) - statistics.median(prefill_times_s)) / spec.new_tokens
+    if not step_s > 0:
+        raise ValueError(
+            f"a full generate took no longer than the prefill alone ({statistics.median(full_times_s):.4f} s "
+            f"vs {statistics.median(prefill_times_s):.4f} s): no decode time to report"
+        )
+    result: dict[str, Any] = {
+        "model": spec.model,
+        "method": spec.method,
+        "engine": spec.engine,
+        "batch": spec.batch,
+        "prompt": spec.prompt,
+        "new_tokens": spec.new_tokens,
+        "weights_gb": _positive(weights_bytes / GB, 3),
+        "decode_ms_per_step": _positive(step_s * 1000, 3),
+        "tokens_per_s_per_seq": _positive(1 / step_s, 1),
+        "aggregate_tokens_per_s": _positive(spec.batch / step_s, 1),
+        "peak_allocated_gb": _positive(peak_allocated_bytes / GB, 3),
+        "warm0_s": _positive(warm0_s, 2),
+        "warm1_s": None if warm1_s is None else _positive(warm1_s, 2),
+    }
+    return DecodeRun.model_validate(result).model_dump(mode="json", exclude_none=True)
+
+
+def method_text(
+    runs: Sequence[Mapping[str, Any]], model_types: Mapping[str, str], device: Mapping[str, Any]
+) -> str:
+    """How every figure of a file was taken, in words (the file's `method`), for the runs it holds."""
+    methods = {run["method"] for run in runs}
+    models = ", ".join(dict.fromkeys(run["model"] for run in runs))
+    types = ", ".join(f'"{t}"' for t in dict.fromkeys(model_types[run["model"]] for run in runs))
+    bullets = [
+        f"Models: {models}, each built from its KB architecture (kb/models/<id>.yaml: the published "
+        f"config.json values) with random weights (`AutoConfig.for_model({types}, ...)`, "
+        "`AutoModelForCausalLM.from_config`, SDPA attention), on the GPU. Values the KB does not hold "
+        "(RoPE theta and scaling, norm epsilon) keep transformers' defaults; none changes a shape."
+    ]
+    if "full_finetune" in methods:
+        bullets.append(
+            "`full_finetune`: fp32 parameters, `torch.autocast(bfloat16)`, fused `torch.optim.AdamW`, "
+            "loss from `model(input_ids=x, labels=x)` (Hugging Face's causal-LM loss, which upcasts logits "
+            f"to fp32), random tokens, batch x seq as listed, {TRAIN_WARMUP_STEPS} warm-up steps then the "
+            f"median of {TRAIN_TIMED_STEPS}; each step ends with `optimizer.step()` and "
+            "`zero_grad(set_to_none=True)` and its outputs are freed before the next. `checkpointing: true` "
+            "= `gradient_checkpointing_enable(use_reentrant=False)`; `gradient_accumulation` n = n "
+            "micro-batches (loss / n) per optimizer step."
+        )
+    if "lora" in methods:
+        bullets.append(
+            "`lora`: bf16 base, peft LoRA r = `lora_rank`, alpha 2r, dropout 0, on q,k,v,o,gate,up,down "
+            "(adapters in fp32, peft's default); fused AdamW over the adapters; the same loop."
+        )
+    if "inference" in methods:
+        bullets.append(
+            "`inference`: bf16, Hugging Face `generate`, greedy, exactly `new_tokens` generated (no EOS "
+            "stop), random prompt tokens; `hf-eager` is eager with the dynamic cache, `hf-static-compile` "
+            'is `cache_implementation="static"` (generate compiles the decode step with torch.compile and '
+            "CUDA graphs). `decode_ms_per_step` = (generate time - prefill time) / new tokens, each the "
+            f"median of {DECODE_REPEATS} calls, the prefill time being a generate of 1 new token. `warm0_s` "
+            "is the first call (for hf-static-compile it includes compiling), `warm1_s` the second "
+            "(hf-static-compile only)."
+        )
+    bullets += [
+        "Times are wall clock between `torch.cuda.synchronize()` calls.",
+        "`weights_gb` = `torch.cuda.memory_allocated()` once the network (and its adapters) is built, "
+        "less what was allocated before. `peak_allocated_gb` = `torch.cuda.max_memory_allocated()` minus "
+        "what was allocated before the model was built, peak stats reset before each run, in 1e9 bytes. "
+        "`peak_reserved_gb` is the caching allocator's peak likewise (what nvidia-smi would show, less "
+        "the CUDA context). Everything is freed between runs, torch.compile's caches included.",
+    ]
+    if methods & {"full_finetune", "lora"}:
+        bullets.append(
+            "`mfu_6PD_vs_989` = 6 x params x tokens/s / 989e12 (the H100/H200 dense bf16 peak in the KB), "
+            "left out where above 1."
+        )
+    device_words = []
+    if device.get("bf16_matmul_tflops"):
+        device_words.append(f"an {MATMUL_N}^3 bf16 matmul ran at {device['bf16_matmul_tflops']:g} TFLOP/s")
+    if device.get("copy_tb_s_read_plus_write"):
+        device_words.append(
+            f"a device-to-device copy moved {device['copy_tb_s_read_plus_write']:g} TB/s counting bytes "
+            "read and written"
+        )
+    device_words.append("`memory_total_gb` is what the driver reports (total_memory / 1e9)")
+    bullets.append("Device figures: " + "; ".join(device_words) + ".")
+    return "\n".join(
+        textwrap.fill(bullet, width=100, initial_indent="- ", subsequent_indent="  ", break_on_hyphens=False)
+        for bullet in bullets
+    )
+
+
+def build_document(
+    *,
+    device: Mapping[str, Any],
+    stack: Mapping[str, Any],
+    runs: Sequence[Mapping[str, Any]],
+    method: str,
+    measured_on: date,
+    elapsed_s: float | None = None,
+) -> CalibrationFile:
+    """The calibration file of these measurements, validated (pydantic ValidationError if not valid)."""
+    return CalibrationFile.model_validate(
+        {
+            "device": dict(device),
+            "date": measured_on,
+            "stack": dict(stack),
+            "method": method,
+            "runs": [dict(run) for run in runs],
+            "elapsed_s": None if elapsed_s is None else _positive(elapsed_s, 1),
+        }
+    )
+
+
+def document_json(document: CalibrationFile) -> str:
+    """The file's text: the document without unset fields, one-space indented like the example file."""
+    return json.dumps(document.model_dump(mode="json", exclude_none=True), indent=1) + "\n"
+
+
+def write_document(document: CalibrationFile, out: Path, *, force: bool) -> None:
+    """Write the (already validated) document; FileExistsError where `out` exists and not `force`."""
+    text = document_json(document)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not force:
+        with out.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+        return
+    partial = out.with_name(f".{out.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, out)
+
+
+@dataclass
+class Deadline:
+    """The soft per-run time limit: checked between steps, so a single long step or compile can overrun."""
+
+    limit_s: float | None
+    start: float = field(default_factory=time.perf_counter)
+
+    def check(self, where: str) -> None:
+        if self.limit_s is not None and time.perf_counter() - self.start > self.limit_s:
+            raise RunTimeout(f"over --timeout-per-run {self.limit_s:g} s ({where})")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A run that was not measured, and why."""
+
+    run: str
+    error: str
+
+
+def _import(name: str) -> Any:
+    """A GPU-side dependency, imported when a measurement first needs it so the rest runs without it."""
+    return importlib.import_module(name)
+
+
+def _free(torch: Any) -> None:
+    """Release what the last run left: Python garbage, torch.compile's caches and CUDA graphs, and the
+    caching allocator's unused blocks."""
+    gc.collect()
+    torch._dynamo.reset()
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+
+
+@dataclass(frozen=True)
+class _Baseline:
+    """What was allocated and reserved before a run's model was built (peak stats reset just then)."""
+
+    allocated: int
+    reserved: int
+
+    @classmethod
+    def take(cls, torch: Any) -> _Baseline:
+        _free(torch)
+        torch.cuda.reset_peak_memory_stats()
+        return cls(torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
+
+
+def _build_model(hf: HFConfig, dtype: Any) -> Any:
+    """A randomly initialised causal LM of `hf`, built directly on the GPU in `dtype` with SDPA attention."""
+    torch, transformers = _import("torch"), _import("transformers")
+    config = transformers.AutoConfig.for_model(hf.model_type, **hf.kwargs)
+    major, minor = (int(part) for part in re.findall(r"\d+", transformers.__version__)[:2])
+    dtype_key = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+    with torch.device("cuda"):
+        model = transformers.AutoModelForCausalLM.from_config(
+            config, attn_implementation="sdpa", **{dtype_key: dtype}
+        )
+    wrong = {str(p.dtype) for p in model.parameters() if p.dtype != dtype}
+    if wrong:
+        raise RuntimeError(f"the model was built with {', '.join(sorted(wrong))} parameters, not {dtype}")
+    return model
+
+
+def _timed(torch: Any, action: Callable[[], Any]) -> tuple[float, Any]:
+    """Seconds `action` took on the GPU (synchronised before and after), and what it returned."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    value = action()
+    torch.cuda.synchronize()
+    return time.perf_counter() - start, value
+
+
+def _count_warning(spec: RunSpec, entry: Mapping[str, Any], built: int) -> None:
+    """Say so where the network built has another parameter count than the KB gives (a mapping slip)."""
+    expected = entry.get("params_count")
+    if isinstance(expected, int) and expected != built:
+        print(f"  note: {spec.model} built with {built:,} parameters; the KB counts {expected:,}", flush=True)
+
+
+def measure_training(
+    spec: RunSpec, entry: Mapping[str, Any], hf: HFConfig, deadline: Deadline
+) -> dict[str, Any]:
+    """The training step of `spec` (full fine-tune or LoRA) measured as `method_text` describes it."""
+    assert spec.seq is not None
+    torch = _import("torch")
+    baseline = _Baseline.take(torch)
+    torch.manual_seed(0)
+    lora = spec.method == "lora"
+    model = _build_model(hf, torch.bfloat16 if lora else torch.float32)
+    model.train()
+    _count_warning(spec, entry, sum(p.numel() for p in model.parameters()))
+    if spec.checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if lora:
+        assert spec.lora_rank is not None
+        peft = _import("peft")
+        lora_config = peft.LoraConfig(
+            r=spec.lora_rank,
+            lora_alpha=2 * spec.lora_rank,
+            lora_dropout=0.0,
+            target_modules=list(LORA_TARGETS),
+            task_type="CAUSAL_LM",
+        )
+        model = peft.get_peft_model(model, lora_config)
+    weights_bytes = torch.cuda.memory_allocated() - baseline.allocated
+    params = sum(p.numel() for p in model.parameters())
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=1e-5, fused=True)
+    x = torch.randint(0, hf.kwargs["vocab_size"], (spec.batch, spec.seq), device="cuda")
+    accumulation = spec.gradient_accumulation
+
+    def step() -> None:
+        for _ in range(accumulation):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                out = model(input_ids=x, labels=x)
+            loss = out.loss / accumulation if accumulation > 1 else out.loss
+            loss.backward()
+            del out, loss
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    times: list[float] = []
+    for index in range(TRAIN_WARMUP_STEPS + TRAIN_TIMED_STEPS):
+        deadline.check(f"before step {index + 1}")
+        seconds, _ = _timed(torch, step)
+        if index >= TRAIN_WARMUP_STEPS:
+            times.append(seconds)
+    return training_result(
+        spec,
+        params=params,
+        trainable_params=sum(p.numel() for p in trainable),
+        weights_bytes=weights_bytes,
+        step_times_s=times,
+        peak_allocated_bytes=torch.cuda.max_memory_allocated() - baseline.allocated,
+        peak_reserved_bytes=torch.cuda.max_memory_reserved() - baseline.reserved,
+    )
+
+
+def measure_decode(
+    spec: RunSpec, entry: Mapping[str, Any], hf: HFConfig, deadline: Deadline
+) -> dict[str, Any]:
+    """Greedy generation of `spec` measured as `method_text` describes it."""
+    assert spec.prompt is not None and spec.new_tokens is not None
+    prompt_tokens = spec.prompt
+    torch = _import("torch")
+    baseline = _Baseline.take(torch)
+    torch.manual_seed(0)
+    model = _build_model(hf, torch.bfloat16)
+    model.eval()
+    weights_bytes = torch.cuda.memory_allocated() - baseline.allocated
+    _count_warning(spec, entry, sum(p.numel() for p in model.parameters()))
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+    prompt = torch.randint(0, hf.kwargs["vocab_size"], (spec.batch, spec.prompt), device="cuda")
+    mask = torch.ones_like(prompt)
+    engine_kwargs = {"cache_implementation": "static"} if spec.engine == "hf-static-compile" else {}
+
+    def generate(new_tokens: int, what: str) -> float:
+        deadline.check(what)
+        seconds, out = _timed(
+            torch,
+            lambda: model.generate(
+                input_ids=prompt,
+                attention_mask=mask,
+                max_new_tokens=new_tokens,
+                min_new_tokens=new_tokens,
+                do_sample=False,
+                **engine_kwargs,
+            ),
+        )
+        if tuple(out.shape) != (spec.batch, prompt_tokens + new_tokens):
+            raise RuntimeError(f"generate returned shape {tuple(out.shape)} for {new_tokens} new tokens")
+        return seconds
+
+    warm0 = generate(spec.new_tokens, "first generate")
+    warm1 = generate(spec.new_tokens, "second generate") if spec.engine == "hf-static-compile" else None
+    full = [generate(spec.new_tokens, f"timed generate {i + 1}") for i in range(DECODE_REPEATS)]
+    generate(1, "prefill warm-up")
+    prefill = [generate(1, f"timed prefill {i + 1}") for i in range(DECODE_REPEATS)]
+    return decode_result(
+        spec,
+        weights_bytes=weights_bytes,
+        full_times_s=full,
+        prefill_times_s=prefill,
+        warm0_s=warm0,
+        warm1_s=warm1,
+        peak_allocated_bytes=torch.cuda.max_memory_allocated() - baseline.allocated,
+    )
+
+
+def _driver_version() -> str | None:
+    """The NVIDIA driver version nvidia-smi reports, or None where it cannot be read."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        found = subprocess.run(
+            [smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = found.stdout.strip().splitlines()[:1]
+    return first[0].strip()[:40] if first and first[0].strip() else None
+
+
+def _cuda_seconds(torch: Any, action: Callable[[], Any], iterations: int) -> float:
+    """Seconds per call of `action` timed with CUDA events, after 3 untimed calls."""
+    for _ in range(3):
+        action()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iterations):
+        action()
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end)) / 1000 / iterations
+
+
+def _matmul_tflops(torch: Any) -> float:
+    """TFLOP/s of an MATMUL_N^3 bf16 matmul."""
+    n = MATMUL_N
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+    return 2 * n**3 / _cuda_seconds(torch, lambda: torch.matmul(a, b, out=c), 20) / 1e12
+
+
+def _copy_tb_s(torch: Any, size: int) -> float:
+    """TB/s of a device-to-device copy of `size` bytes, counting bytes read and written."""
+    source = torch.empty(size, device="cuda", dtype=torch.uint8)
+    target = torch.empty_like(source)
+    return 2 * size / _cuda_seconds(torch, lambda: target.copy_(source), 20) / 1e12
+
+
+def measure_device(gpu: str) -> dict[str, Any]:
+    """The `device` block: what the driver reports, a bf16 matmul's TFLOP/s and a copy's TB/s."""
+    torch = _import("torch")
+    properties = torch.cuda.get_device_properties(0)
+    tflops = _matmul_tflops(torch)
+    tb_s = _copy_tb_s(torch, min(COPY_BYTES, properties.total_memory // 8))
+    _free(torch)
+    return {
+        "name": torch.cuda.get_device_name(0),
+        "gpu": gpu,
+        "memory_total_gb": round(properties.total_memory / GB, 2),
+        "driver": _driver_version(),
+        "bf16_matmul_tflops": _positive(tflops, 1),
+        "copy_tb_s_read_plus_write": _positive(tb_s, 2),
+    }
+
+
+def stack_versions() -> dict[str, Any]:
+    """The `stack` block: torch, transformers, peft (None where not installed) and CUDA versions."""
+    torch, transformers = _import("torch"), _import("transformers")
+    try:
+        peft_version: str | None = str(_import("peft").__version__)
+    except ImportError:
+        peft_version = None
+    return {
+        "torch": str(torch.__version__),
+        "transformers": str(transformers.__version__),
+        "peft": peft_version,
+        "cuda": torch.version.cuda,
+    }
+
+
+def measure_runs(
+    runs: Sequence[RunSpec], kb_root: Path, timeout_s: float | None
+) -> tuple[list[dict[str, Any]], list[Failure], dict[str, str]]:
+    """Every run measured on its own: the measured runs, the failures, and each model's HF model type.
+
+    A failure (an exception, out of memory included) is recorded and the next run goes on after the
+    memory is freed. Ctrl-C stops the runs left, which are recorded as not run; what was measured stays."""
+    torch = _import("torch")
+    measured: list[dict[str, Any]] = []
+    failures: list[Failure] = []
+    model_types: dict[str, str] = {}
+    for index, spec in enumerate(runs):
+        print(f"[{index + 1}/{len(runs)}] {spec.name}", flush=True)
+        stop: str | None = None
+        try:
+            entry = load_kb_model(spec.model, kb_root)
+            hf = hf_config_from_kb(entry)
+            measure = measure_training if spec.training else measure_decode
+            result = measure(spec, entry, hf, Deadline(timeout_s))
+        except KeyboardInterrupt:
+            failures.append(Failure(spec.name, "interrupted"))
+            stop = "not run: interrupted"
+        except Exception as error:
+            failures.append(Failure(spec.name, _error_words(error)))
+            print(f"  failed: {_error_words(error)}", flush=True)
+        else:
+            model_types[spec.model] = hf.model_type
+            measured.append(result)
+            print(f"  {json.dumps(result)}", flush=True)
+        try:
+            _free(torch)
+        except Exception as error:
+            stop = stop or f"not run: the GPU was unusable after {spec.name} ({_error_words(error)})"
+        if stop is not None:
+            failures += [Failure(left.name, stop) for left in runs[index + 1 :]]
+            print(f"  stopping: the {len(runs) - index - 1} runs left are {stop}", flush=True)
+            break
+    return measured, failures, model_types
+
+
+def _error_words(error: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    message = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {message[0]}" if message else type(error).__name__
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.calibrate",
+        description="Measure training steps and decoding on this CUDA GPU and write a calibration file "
+        "(engine/models/calibration.py). Run specs: " + SPEC_SYNTAX + ".",
+    )
+    parser.add_argument(
+        "--out", type=Path, help="the file to write, e.g. data/calibration/h100-2026-12-01.json"
+    )
+    parser.add_argument("--gpu", help="the KB id of this GPU (kb/gpus/<id>.yaml), e.g. nvidia-h100-sxm")
+    parser.add_argument(
+        "--runs",
+        nargs="+",
+        default=["default"],
+        metavar="SPEC",
+        help="run specs and list names (default, extended, all); default: default",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="keep the runs NAME matches: a run spec, a model id or a pattern ('qwen3-8b:decode:*'); "
+        "repeatable",
+    )
+    parser.add_argument(
+        "--timeout-per-run",
+        type=float,
+        metavar="SECONDS",
+        help="a soft limit per run, checked between steps and generate calls",
+    )
+    parser.add_argument("--force", action="store_true", help="write over --out if it exists")
+    parser.add_argument("--list", action="store_true", help="print the runs chosen and stop (needs no GPU)")
+    parser.add_argument(
+        "--kb", type=Path, default=None, help="the KB folder (default: $GPU_ADVISOR_KB or kb/)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (module docstring); returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    kb_root: Path = args.kb or paths.kb_dir()
+    try:
+        runs = select_runs(resolve_runs(args.runs), args.only)
+        check_models_exist(runs, kb_root)
+    except RunSpecError as error:
+        parser.error(str(error))
+    if args.list:
+        for spec in runs:
+            print(spec.name)
+        return 0
+    if args.out is None or args.gpu is None:
+        parser.error("--out and --gpu are required (unless --list)")
+    if not (kb_root / "gpus" / f"{args.gpu}.yaml").is_file():
+        known = sorted(p.stem for p in (kb_root / "gpus").glob("*.yaml"))
+        close = difflib.get_close_matches(args.gpu, known, 3)
+        parser.error(
+            f"--gpu {args.gpu}: no {kb_root / 'gpus' / args.gpu}.yaml"
+            + (f" (did you mean {', '.join(close)}?)" if close else "")
+        )
+    if args.out.exists() and not args.force:
+        parser.error(f"--out {args.out} exists; pass --force to write over it")
+    if args.timeout_per_run is not None and not args.timeout_per_run > 0:
+        parser.error("--timeout-per-run must be a positive number of seconds")
+    try:
+        torch = _import("torch")
+        _import("transformers")
+    except ImportError as error:
+        print(f"bench.calibrate: measuring needs torch and transformers ({error})", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("bench.calibrate: no CUDA GPU is visible to torch", file=sys.stderr)
+        return 2
+
+    start = time.perf_counter()
+    device = measure_device(args.gpu)
+    stack = stack_versions()
+    print(f"device: {json.dumps(device)}\nstack: {json.dumps(stack)}", flush=True)
+    measured, failures, model_types = measure_runs(runs, kb_root, args.timeout_per_run)
+    elapsed = time.perf_counter() - start
+
+    status = 0
+    if measured:
+        document = build_document(
+            device=device,
+            stack=stack,
+            runs=measured,
+            method=method_text(measured, model_types, device),
+            measured_on=date.today(),
+            elapsed_s=elapsed,
+        )
+        try:
+            write_document(document, args.out, force=args.force)
+            print(f"wrote {args.out}: {len(measured)} of {len(runs)} runs in {elapsed:.0f} s", flush=True)
+        except FileExistsError:
+            print(f"bench.calibrate: {args.out} appeared while measuring; not written over", file=sys.stderr)
+            print(document_json(document))
+            status = 2
+    else:
+        print("bench.calibrate: no run was measured; nothing written", file=sys.stderr)
+        status = 2
+    if failures:
+        print(f"failures ({len(failures)}):")
+        for failure in failures:
+            print(f"  {failure.run}: {failure.error}")
+        status = max(status, 1)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

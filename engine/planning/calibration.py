@@ -1,0 +1,241 @@
+"""The sizing held against a GPU's measurements: for each measured run, the same workload planned on
+the same GPU, and how far the prediction stands from the measurement.
+
+A measured training step is one optimizer step without gradient accumulation (the gradients are freed
+before the forward), so it is sized with `gradients_resident=False`; a planned job accumulates and is
+sized with them. Memory is compared without the CUDA context, which `max_memory_allocated` leaves out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.knowledge.kb import KB
+from engine.models.calibration import CalibrationFile, DecodeRun, TrainingRun
+from engine.models.request import RecommendRequest
+from engine.planning.memory import INFERENCE_CONTEXT_BYTES, Layout, per_gpu
+from engine.planning.performance import Links, inference_speed, training_speed
+from engine.planning.workload import resolve
+from engine.sizing.serving_engines import profile
+from engine.sizing.units import GB
+
+TRAINING_MEMORY_BAND = (0.95, 1.25)
+"""predicted / measured peak memory of a training step: never under by more than 5% (a "fits" must be
+safe), at most 25% over"""
+TRAINING_SPEED_BAND = (0.75, 1.25)
+"""predicted / measured training tokens/s"""
+SERVING_MEMORY_BAND = (0.95, 1.35)
+"""predicted / measured peak memory while serving (weights, KV cache, workspace); decode tokens/s are
+held to the band of the engine that ran them (engine/sizing/serving_engines.py)"""
+
+SINGLE_GPU = Links(gpu_to_gpu=1.0, inter_node=1.0, host=1.0)
+"""one GPU: no link is crossed"""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One measured figure and what the sizing predicts for it."""
+
+    source: str
+    """the calibration file's name"""
+    run: str
+    """the run in words: model, method, batch x sequence, checkpointing"""
+    quantity: str
+    """training memory | training tokens/s | serving memory | decode tokens/s"""
+    unit: str
+    measured: float
+    predicted: float
+    band: tuple[float, float]
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted / self.measured
+
+    @property
+    def within(self) -> bool:
+        low, high = self.band
+        return low <= self.ratio <= high
+
+
+DRIVER_NAMES = {
+    "NVIDIA H200": "nvidia-h200-sxm",
+    "NVIDIA H200 NVL": "nvidia-h200-nvl",
+    "NVIDIA H100 80GB HBM3": "nvidia-h100-sxm",
+    "NVIDIA H100 PCIe": "nvidia-h100-pcie",
+    "NVIDIA H100 NVL": "nvidia-h100-nvl",
+    "NVIDIA A100-SXM4-80GB": "nvidia-a100-sxm-80gb",
+    "NVIDIA A100-SXM4-40GB": "nvidia-a100-sxm-40gb",
+    "NVIDIA A100 80GB PCIe": "nvidia-a100-pcie-80gb",
+    "NVIDIA A100-PCIE-40GB": "nvidia-a100-pcie-40gb",
+    "NVIDIA L40S": "nvidia-l40s",
+    "NVIDIA L40": "nvidia-l40",
+    "NVIDIA GeForce RTX 4090": "nvidia-rtx-4090",
+    "NVIDIA B200": "nvidia-b200",
+}
+"""`torch.cuda.get_device_name()` as drivers report it, to the KB's GPU ids"""
+
+
+def from_measurement_script(raw: dict[str, object], file_date: str) -> dict[str, object]:
+    """A file as the first measurement script wrote it (the device a name, runs with `name` and
+    `static_compiled`, the date only in the file's name) in this schema's form; other documents are
+    returned as they are."""
+    device = raw.get("device")
+    if not isinstance(device, str):
+        return raw
+    runs = []
+    for item in raw.get("runs", []):  # type: ignore[attr-defined]
+        run = dict(item)
+        run["model"] = run.pop("name", None)
+        if run.get("method") == "inference":
+            run["engine"] = "hf-static-compile" if run.pop("static_compiled", False) else "hf-eager"
+        elif run.get("method") == "lora":
+            run.setdefault("lora_rank", 16)
+        runs.append(run)
+    return {
+        "device": {
+            "name": device,
+            "gpu": DRIVER_NAMES.get(device, device.lower().replace(" ", "-")),
+            "memory_total_gb": raw.get("mem_total_gb"),
+            "bf16_matmul_tflops": raw.get("bf16_matmul_tflops"),
+            "copy_tb_s_read_plus_write": raw.get("copy_tb_s_read_plus_write"),
+        },
+        "date": raw.get("date") or file_date,
+        "stack": {
+            "torch": raw.get("torch"),
+            "transformers": raw.get("transformers"),
+            "peft": raw.get("peft"),
+        },
+        "method": "as the measurement script's README describes (LoRA rank 16 where the file gives none)",
+        "runs": runs,
+        "elapsed_s": raw.get("elapsed_s"),
+    }
+
+
+def load(path: Path) -> CalibrationFile:
+    """A calibration file, validated (ValueError naming the file and the field when it is not)."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        # files are named <device>-YYYY-MM-DD.json
+        document = from_measurement_script(raw, path.stem[-10:]) if isinstance(raw, dict) else raw
+        return CalibrationFile.model_validate(document)
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"{path.name}: {exc}") from None
+
+
+def files(root: Path) -> list[Path]:
+    """Every calibration file under `root`, in name order."""
+    return sorted(root.glob("*.json"))
+
+
+def describe(run: TrainingRun | DecodeRun) -> str:
+    if isinstance(run, TrainingRun):
+        extra = ", checkpointing" if run.checkpointing else ""
+        rank = f" r{run.lora_rank}" if run.lora_rank else ""
+        return f"{run.model} {run.method}{rank}, batch {run.batch} x {run.seq}{extra}"
+    return f"{run.model} decode ({run.engine}), batch {run.batch}, {run.prompt} + {run.new_tokens} tokens"
+
+
+def training_request(run: TrainingRun) -> RecommendRequest:
+    """The request that describes a measured training run."""
+    workload: dict[str, object] = {
+        "task": run.method,
+        "model": run.model,
+        "batch_size": run.batch,
+        "seq_len": run.seq,
+        "gradient_checkpointing": run.checkpointing,
+        "precision": "bf16",
+    }
+    if run.lora_rank is not None:
+        workload["lora_rank"] = run.lora_rank
+    return RecommendRequest.model_validate({"workload": workload})
+
+
+def compare_training(kb: KB, gpu_id: str, run: TrainingRun, source: str) -> Iterator[Comparison]:
+    job = resolve(training_request(run), kb)
+    layout = Layout(method=run.method, precision="bf16", checkpointing=run.checkpointing)
+    memory = per_gpu(job, layout, gradients_resident=run.gradient_accumulation > 1)
+    name = describe(run)
+    yield Comparison(
+        source,
+        name,
+        "training memory",
+        "GB",
+        run.peak_allocated_gb,
+        (memory.total - memory.overhead) / GB,
+        TRAINING_MEMORY_BAND,
+    )
+    speed = training_speed(job, kb.gpus[gpu_id], layout, SINGLE_GPU)
+    if speed is not None:
+        yield Comparison(
+            source,
+            name,
+            "training tokens/s",
+            "tokens/s",
+            run.tokens_per_s,
+            speed.aggregate_tokens_per_s,
+            TRAINING_SPEED_BAND,
+        )
+
+
+def decode_request(run: DecodeRun) -> RecommendRequest:
+    """The request that describes a measured generation: its batch, prompt, output and engine."""
+    return RecommendRequest.model_validate(
+        {
+            "workload": {
+                "task": "inference",
+                "model": run.model,
+                "batch_size": run.batch,
+                "precision": "bf16",
+                "serving": {
+                    "avg_input_tokens": run.prompt,
+                    "avg_output_tokens": run.new_tokens,
+                    "engine": run.engine,
+                },
+            }
+        }
+    )
+
+
+def compare_decode(kb: KB, gpu_id: str, run: DecodeRun, source: str) -> Iterator[Comparison]:
+    job = resolve(decode_request(run), kb)
+    layout = Layout(method="inference", precision="bf16")
+    memory = per_gpu(job, layout)
+    name = describe(run)
+    yield Comparison(
+        source,
+        name,
+        "serving memory",
+        "GB",
+        run.peak_allocated_gb,
+        (memory.total - INFERENCE_CONTEXT_BYTES) / GB,
+        SERVING_MEMORY_BAND,
+    )
+    speed = inference_speed(job, kb.gpus[gpu_id], layout, SINGLE_GPU)
+    if speed is not None:
+        yield Comparison(
+            source,
+            name,
+            "decode tokens/s per sequence",
+            "tokens/s",
+            run.tokens_per_s_per_seq,
+            speed.tokens_per_s,
+            profile(run.engine).band,
+        )
+
+
+def comparisons(kb: KB, path: Path) -> list[Comparison]:
+    """Every measured figure of one file beside its prediction."""
+    measured = load(path)
+    gpu = measured.device.gpu
+    if gpu not in kb.gpus:
+        raise ValueError(f"{path.name}: device.gpu {gpu!r} is not a KB GPU id")
+    found: list[Comparison] = []
+    for run in measured.runs:
+        if isinstance(run, TrainingRun):
+            found.extend(compare_training(kb, gpu, run, path.name))
+        else:
+            found.extend(compare_decode(kb, gpu, run, path.name))
+    return found

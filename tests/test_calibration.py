@@ -1,0 +1,160 @@
+"""Every prediction held against every GPU measurement in data/calibration: the same workload (model,
+method, batch, sequence, checkpointing, precision) sized on the same GPU must land within the band its
+quantity states (engine/planning/calibration.py): training memory -5% / +25% (a "fits" must never
+OOM), training tokens/s within 25%, serving memory -5% / +35%, decode tokens/s within the band of the
+engine that ran it (engine/sizing/serving_engines.py).
+
+The measurements' method is in each file (data/calibration/h200-2026-11-26.json: one H200, PyTorch
+2.11, transformers 5.17, peft 0.21, Qwen3 0.6B/1.7B/8B from their published configs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.knowledge import paths
+from engine.knowledge.kb import KB
+from engine.models.calibration import CalibrationFile
+from engine.planning import calibration
+from engine.planning.calibration import Comparison, comparisons, load
+
+CALIBRATION = paths.data_dir() / "calibration"
+FILES = calibration.files(CALIBRATION)
+
+
+def _all(kb: KB) -> list[Comparison]:
+    return [c for path in FILES for c in comparisons(kb, path)]
+
+
+def test_there_are_measurements() -> None:
+    assert FILES, "data/calibration holds no measurement file"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_each_file_validates_against_the_schema(path: Path) -> None:
+    measured = load(path)
+    assert measured.runs
+    assert measured.stack.torch and measured.method
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_every_prediction_lands_in_its_band(kb: KB, path: Path) -> None:
+    outside = [
+        f"{c.run}: {c.quantity} predicted {c.predicted:.4g} against {c.measured:.4g} {c.unit} "
+        f"(x{c.ratio:.3f}, band x{c.band[0]}-x{c.band[1]})"
+        for c in comparisons(kb, path)
+        if not c.within
+    ]
+    assert not outside, "\n".join(outside)
+
+
+def test_every_run_is_compared_for_memory_and_speed(kb: KB) -> None:
+    found = _all(kb)
+    runs = [run for path in FILES for run in load(path).runs]
+    training = sum(1 for run in runs if run.method != "inference")
+    decode = len(runs) - training
+    count = {q: sum(1 for c in found if c.quantity == q) for q in {c.quantity for c in found}}
+    assert count["training memory"] == count["training tokens/s"] == training > 0
+    assert count["serving memory"] == count["decode tokens/s per sequence"] == decode > 0
+
+
+def test_the_logits_decide_small_models_memory(kb: KB) -> None:
+    """Qwen3-0.6B, batch 8 x 2,048: the issue's 36.8 GB prediction left out the loss's fp32 logits and
+    their gradient (8 x 2,048 x 151,936 values); the measured 81.1 GB is matched within 5%."""
+    (memory, _speed) = [
+        c
+        for c in _all(kb)
+        if c.run == "qwen3-0-6b full_finetune, batch 8 x 2048" and c.source.startswith("h200")
+    ][:2]
+    assert memory.measured == pytest.approx(81.057)
+    assert memory.predicted == pytest.approx(81.057, rel=0.05)
+
+
+def test_a_fits_verdict_is_never_below_the_measured_peak_by_more_than_five_percent(kb: KB) -> None:
+    worst = min(c.ratio for c in _all(kb) if c.quantity == "training memory")
+    assert worst >= 0.95
+
+
+def test_a_file_in_the_first_scripts_format_is_read(tmp_path: Path) -> None:
+    """The first measurement script wrote the device as a name and the run as `name`: such a file
+    validates as the same measurements."""
+    ours = load(CALIBRATION / "h200-2026-11-26.json")
+    raw = {
+        "device": "NVIDIA H200",
+        "torch": ours.stack.torch,
+        "transformers": ours.stack.transformers,
+        "mem_total_gb": 150.11,
+        "runs": [
+            {
+                "name": "qwen3-1-7b",
+                "method": "full_finetune",
+                "batch": 4,
+                "seq": 2048,
+                "checkpointing": True,
+                "step_s": 0.39,
+                "tokens_per_s": 20998.8,
+                "peak_allocated_gb": 40.745,
+            },
+            {
+                "name": "qwen3-8b",
+                "method": "inference",
+                "batch": 1,
+                "prompt": 128,
+                "new_tokens": 128,
+                "static_compiled": False,
+                "decode_ms_per_step": 58.37,
+                "tokens_per_s_per_seq": 17.1,
+                "aggregate_tokens_per_s": 17.1,
+                "peak_allocated_gb": 16.443,
+            },
+        ],
+    }
+    path = tmp_path / "h200-2026-12-01.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    read = load(path)
+    assert read.device.gpu == "nvidia-h200-sxm"
+    assert str(read.date) == "2026-12-01"
+    assert [r.model for r in read.runs] == ["qwen3-1-7b", "qwen3-8b"]
+    assert read.runs[1].engine == "hf-eager"  # type: ignore[union-attr]
+
+
+def test_a_broken_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "h100-2026-12-01.json"
+    path.write_text(json.dumps({"device": {"name": "x"}, "runs": []}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"h100-2026-12-01\.json"):
+        load(path)
+
+
+def test_an_unknown_gpu_is_an_error_naming_it(kb: KB, tmp_path: Path) -> None:
+    document = json.loads((CALIBRATION / "h200-2026-11-26.json").read_text(encoding="utf-8"))
+    document["device"]["gpu"] = "nvidia-h300"
+    CalibrationFile.model_validate(document)
+    path = tmp_path / "h300-2026-12-01.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ValueError, match="nvidia-h300"):
+        comparisons(kb, path)
+
+
+def test_docs_calibration_is_current() -> None:
+    from cli.main import calibration_documents
+
+    docs = paths.PROJECT_ROOT / "docs"
+    for path, wanted in calibration_documents(docs).items():
+        assert path.read_text(encoding="utf-8") == wanted, f"{path.name} is stale: run `gpu-advisor kb docs`"
+
+
+def test_docs_calibration_shows_the_table_and_the_chart() -> None:
+    text = (paths.PROJECT_ROOT / "docs" / "calibration.md").read_text(encoding="utf-8")
+    assert text.startswith("<!-- Generated")
+    assert (
+        "| h200-2026-11-26.json | qwen3-0-6b full_finetune, batch 8 x 2048 | training memory | 81.1 GB |"
+        in text
+    )
+    assert "](images/calibration.svg)" in text
+    assert (
+        (paths.PROJECT_ROOT / "docs" / "images" / "calibration.svg")
+        .read_text(encoding="utf-8")
+        .startswith("<svg")
+    )
