@@ -565,7 +565,7 @@ def training_result(
         "tokens_per_s": _positive(tokens_per_s, 1),
         "peak_allocated_gb": _positive(peak_allocated_bytes / GB, 3),
         "peak_reserved_gb": _positive(peak_reserved_bytes / GB, 3),
-        "mfu_6PD_vs_989": _positive(mfu, 3) if 0 < mfu <= 1 else None,
+        "mfu_6PD_vs_989": _positive(mfu, 3) if mfu > 0 else None,
     }
     return TrainingRun.model_validate(result).model_dump(mode="json", exclude_none=True)
 
@@ -579,6 +579,7 @@ def decode_result(
     warm0_s: float,
     warm1_s: float | None,
     peak_allocated_bytes: int,
+    peak_reserved_bytes: int | None = None,
 ) -> dict[str, Any]:
     """One decode run's figures, as `DecodeRun` fields (validated): a decode step is (median generate
     time - median prefill-only generate time) / new tokens."""
@@ -601,6 +602,7 @@ def decode_result(
         "tokens_per_s_per_seq": _positive(1 / step_s, 1),
         "aggregate_tokens_per_s": _positive(spec.batch / step_s, 1),
         "peak_allocated_gb": _positive(peak_allocated_bytes / GB, 3),
+        "peak_reserved_gb": None if not peak_reserved_bytes else _positive(peak_reserved_bytes / GB, 3),
         "warm0_s": _positive(warm0_s, 2),
         "warm1_s": None if warm1_s is None else _positive(warm1_s, 2),
     }
@@ -682,8 +684,10 @@ def build_document(
     method: str,
     measured_on: date,
     elapsed_s: float | None = None,
+    failures: Sequence[Failure] = (),
 ) -> CalibrationFile:
-    """The calibration file of these measurements, validated (pydantic ValidationError if not valid)."""
+    """The calibration file of these measurements, validated (pydantic ValidationError if not valid).
+    Runs that could not be measured are kept with their error: an out-of-memory is itself a finding."""
     return CalibrationFile.model_validate(
         {
             "device": dict(device),
@@ -691,6 +695,7 @@ def build_document(
             "stack": dict(stack),
             "method": method,
             "runs": [dict(run) for run in runs],
+            "failures": [{"run": f.run, "error": f.error} for f in failures],
             "elapsed_s": None if elapsed_s is None else _positive(elapsed_s, 1),
         }
     )
@@ -903,6 +908,7 @@ def measure_decode(
         warm0_s=warm0,
         warm1_s=warm1,
         peak_allocated_bytes=torch.cuda.max_memory_allocated() - baseline.allocated,
+        peak_reserved_bytes=torch.cuda.max_memory_reserved() - baseline.reserved,
     )
 
 
@@ -1125,6 +1131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             method=method_text(measured, model_types, device),
             measured_on=date.today(),
             elapsed_s=elapsed,
+            failures=failures,
         )
         try:
             write_document(document, args.out, force=args.force)

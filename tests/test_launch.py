@@ -106,6 +106,10 @@ def check(option: Recommendation, kb: KB) -> None:
         assert "dstack" in option.launch.unavailable
 
 
+BOTH_TOOLS = ["aws", "azure", "gcp", "lambda", "nebius", "runpod", "vast", "verda"]
+"""providers both SkyPilot and dstack launch on (kb/providers: skypilot_cloud and dstack_backend)"""
+
+
 def test_rented_recommendations_carry_specs_that_validate(advisor: Advisor, kb: KB) -> None:
     response = answer(
         advisor,
@@ -119,7 +123,18 @@ def test_rented_recommendations_carry_specs_that_validate(advisor: Advisor, kb: 
     assert options
     for option in options:
         check(option, kb)
-    first = options[0]
+    # among clouds both tools launch on, the first
+    both = rented(
+        answer(
+            advisor,
+            {
+                "workload": {"task": "inference", "model": "llama-3-1-70b"},
+                "constraints": {"acquisition": "rent", "providers": BOTH_TOOLS},
+                "top_k": 5,
+            },
+        )
+    )
+    first = both[0]
     assert first.launch is not None and first.launch.skypilot and first.launch.dstack
     assert first.launch.unavailable == {}
 
@@ -271,6 +286,7 @@ def test_every_rented_gpu_and_catalog_cloud_has_skypilot_names(kb: KB) -> None:
 
 def test_cli_launch_prints_the_first_rented_spec(capsys: pytest.CaptureFixture[str], kb: KB) -> None:
     argv = ["recommend", "--model", "llama-3-1-70b", "--task", "inference", "--acquisition", "rent"]
+    argv += ["--providers", ",".join(BOTH_TOOLS)]
     assert main([*argv, "--launch", "skypilot"]) == EXIT_OK
     sky = SkyTask.model_validate(parse(capsys.readouterr().out))
     assert main([*argv, "--launch", "dstack"]) == EXIT_OK

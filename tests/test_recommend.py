@@ -92,7 +92,8 @@ def test_a_recommendation_names_its_rules_and_sources() -> None:
 
 def test_decode_speed_is_bandwidth_over_bytes_read(kb_advisor: Advisor) -> None:
     """Guide G2, 'Memory bandwidth is the bottleneck': a 7B fp16 model on an RTX 3090 (936 GB/s) reads
-    ~14 GB per token, ~67 tokens/s at full bandwidth; at the 70% efficiency convention, ~47."""
+    ~14 GB per token, ~67 tokens/s at full bandwidth. vLLM streams at 0.64 of the peak (SGLang PR 1401:
+    Llama-3-8B at 141.6 tokens/s on an H100), less the input embedding (a lookup) of the 14 GB: ~43."""
     answer = kb_advisor.recommend(
         request(
             {
@@ -105,7 +106,7 @@ def test_decode_speed_is_bandwidth_over_bytes_read(kb_advisor: Advisor) -> None:
     )
     on_3090 = [r for r in answer.recommendations if r.gpu == "nvidia-rtx-3090"]
     assert on_3090
-    assert on_3090[0].throughput.tokens_per_s == pytest.approx(936e9 * 0.7 / 14e9, rel=0.03)
+    assert on_3090[0].throughput.tokens_per_s == pytest.approx(936e9 * 0.64 / 14e9, rel=0.05)
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +130,7 @@ def test_three_gpus_can_form_one_pipeline() -> None:
 
 
 @pytest.mark.parametrize(
-    ("optimizer", "optimizer_gb", "per_param"), [("adamw", 12, 16), ("sgd_momentum", 8, 12), ("sgd", 4, 8)]
+    ("optimizer", "optimizer_gb", "per_param"), [("adamw", 12, 18), ("sgd_momentum", 8, 14), ("sgd", 4, 10)]
 )
 def test_sgd_with_momentum_keeps_one_buffer_per_parameter(
     optimizer: str, optimizer_gb: float, per_param: float
@@ -138,7 +139,8 @@ def test_sgd_with_momentum_keeps_one_buffer_per_parameter(
     algorithm: b_t = mu b_(t-1) + g_t), in fp32 under mixed precision: 4 bytes/param; plain SGD none.
     Transformer Math 101 (EleutherAI, Optimizer States) counts the fp32 master copy with it: 12 bytes
     for AdamW, 8 for SGD with momentum, which is `optimizer_gb` per billion parameters here; with bf16
-    weights and gradients (2 + 2) a parameter needs 12 bytes."""
+    working weights and fp32 gradients (2 + 4, Hugging Face's model training anatomy) a parameter needs
+    18 bytes with AdamW."""
     body = {"task": "full_finetune", "params_b": 1, "precision": "bf16", "optimizer": optimizer}
     answer = advisor().recommend(request({"workload": body}))
     assert answer.requirements.memory.optimizer_gb == optimizer_gb

@@ -11,8 +11,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from engine.models.kb import Strict
 from engine.models.request import ServingEngine
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -24,12 +25,6 @@ KbId = Annotated[str, Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$", max_length=96
 DecodeEngine = ServingEngine
 """How decoding ran: Hugging Face `generate` eager with the dynamic cache, or with the static cache under
 torch.compile and CUDA graphs; or a serving engine."""
-
-
-class Strict(BaseModel):
-    """Unknown keys are errors; values are immutable."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Device(Strict):

@@ -9,7 +9,6 @@ sized with them. Memory is compared without the CUDA context, which `max_memory_
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,31 +152,41 @@ def training_request(run: TrainingRun) -> RecommendRequest:
     return RecommendRequest.model_validate({"workload": workload})
 
 
-def compare_training(kb: KB, gpu_id: str, run: TrainingRun, source: str) -> Iterator[Comparison]:
+def compare_training(kb: KB, gpu_id: str, run: TrainingRun, source: str) -> list[Comparison]:
     job = resolve(training_request(run), kb)
     layout = Layout(method=run.method, precision="bf16", checkpointing=run.checkpointing)
     memory = per_gpu(job, layout, gradients_resident=run.gradient_accumulation > 1)
-    name = describe(run)
-    yield Comparison(
-        source,
-        name,
-        "training memory",
-        "GB",
-        run.peak_allocated_gb,
-        (memory.total - memory.overhead) / GB,
-        TRAINING_MEMORY_BAND,
-    )
     speed = training_speed(job, kb.gpus[gpu_id], layout, SINGLE_GPU)
-    if speed is not None:
-        yield Comparison(
-            source,
-            name,
+    return _figures(
+        source,
+        describe(run),
+        (
+            "training memory",
+            "GB",
+            run.peak_allocated_gb,
+            (memory.total - memory.overhead) / GB,
+            TRAINING_MEMORY_BAND,
+        ),
+        (
             "training tokens/s",
             "tokens/s",
             run.tokens_per_s,
-            speed.aggregate_tokens_per_s,
+            None if speed is None else speed.aggregate_tokens_per_s,
             TRAINING_SPEED_BAND,
-        )
+        ),
+    )
+
+
+Figure = tuple[str, str, float, float | None, tuple[float, float]]
+"""quantity, unit, measured, predicted (None: the GPU has no figure to predict from), band"""
+
+
+def _figures(source: str, run: str, *figures: Figure) -> list[Comparison]:
+    return [
+        Comparison(source, run, quantity, unit, measured, predicted, band)
+        for quantity, unit, measured, predicted, band in figures
+        if predicted is not None
+    ]
 
 
 def decode_request(run: DecodeRun) -> RecommendRequest:
@@ -199,31 +208,29 @@ def decode_request(run: DecodeRun) -> RecommendRequest:
     )
 
 
-def compare_decode(kb: KB, gpu_id: str, run: DecodeRun, source: str) -> Iterator[Comparison]:
+def compare_decode(kb: KB, gpu_id: str, run: DecodeRun, source: str) -> list[Comparison]:
     job = resolve(decode_request(run), kb)
     layout = Layout(method="inference", precision="bf16")
     memory = per_gpu(job, layout)
-    name = describe(run)
-    yield Comparison(
-        source,
-        name,
-        "serving memory",
-        "GB",
-        run.peak_allocated_gb,
-        (memory.total - INFERENCE_CONTEXT_BYTES) / GB,
-        SERVING_MEMORY_BAND,
-    )
     speed = inference_speed(job, kb.gpus[gpu_id], layout, SINGLE_GPU)
-    if speed is not None:
-        yield Comparison(
-            source,
-            name,
+    return _figures(
+        source,
+        describe(run),
+        (
+            "serving memory",
+            "GB",
+            run.peak_allocated_gb,
+            (memory.total - INFERENCE_CONTEXT_BYTES) / GB,
+            SERVING_MEMORY_BAND,
+        ),
+        (
             "decode tokens/s per sequence",
             "tokens/s",
             run.tokens_per_s_per_seq,
-            speed.tokens_per_s,
+            None if speed is None else speed.tokens_per_s,
             profile(run.engine).band,
-        )
+        ),
+    )
 
 
 def comparisons(kb: KB, path: Path) -> list[Comparison]:

@@ -12,7 +12,7 @@ small batches. Prefill is compute bound: ``tokens x FLOPs per token / (peak x e_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 from engine.sizing._checks import check_choice, check_non_negative_int, check_positive_int
@@ -75,62 +75,55 @@ class EngineProfile:
     source: str
 
 
+_VLLM = EngineProfile(
+    name="vllm",
+    batched_tokens=8192,
+    cuda_graphs=True,
+    # SGLang PR 1401: Llama-3-8B bf16, batch 1, 141.6 tokens/s on an H100: the 15.0 GB a step reads
+    # (the weights less the embedding, a lookup) x 141.6 / 3.35 TB/s = 0.635; gpt-fast reads
+    # Llama-3.1-8B on an A100 at 1,411 of 2,039 GB/s (0.69) counting the embedding.
+    bandwidth_efficiency=0.64,
+    decode_compute_efficiency=0.4,
+    # 8B-class prefill: 32k tokens/s on an H200 (the team's measurement cited in the calibration
+    # issue) = 32,000 x 16.4 GFLOP / 989 TFLOP/s.
+    prefill_efficiency=0.53,
+    layer_dispatch_s=0.0,
+    # vLLM EngineArgs.gpu_memory_utilization 0.9 (0.92 in the newest releases, vllm/config/cache.py)
+    memory_utilization=0.9,
+    band=(0.65, 1.35),
+    source="vLLM / SGLang with CUDA graphs: SGLang PR 1401 (Llama-3-8B bf16 batch 1), gpt-fast README",
+)
+_HF_STATIC = EngineProfile(
+    name="hf-static-compile",
+    batched_tokens=0,
+    cuda_graphs=True,
+    # data/calibration/h200-2026-11-26.json: Qwen3-8B, static cache, torch.compile + CUDA graphs:
+    # 7.45 ms per step at batch 1 and 11.99 ms at batch 32 on an H200.
+    bandwidth_efficiency=0.44,
+    decode_compute_efficiency=0.14,
+    prefill_efficiency=0.53,
+    layer_dispatch_s=0.0,
+    memory_utilization=1.0,
+    band=(0.75, 1.25),
+    source="data/calibration/h200-2026-11-26.json (Hugging Face generate, static cache, compiled)",
+)
 _PROFILES: dict[str, EngineProfile] = {
-    "vllm": EngineProfile(
-        name="vllm",
-        batched_tokens=8192,
-        cuda_graphs=True,
-        # SGLang PR 1401: Llama-3-8B bf16, batch 1, 141.6 tokens/s on an H100: the 15.0 GB a step reads
-        # (the weights less the embedding, a lookup) x 141.6 / 3.35 TB/s = 0.635; gpt-fast reads
-        # Llama-3.1-8B on an A100 at 1,411 of 2,039 GB/s (0.69) counting the embedding.
-        bandwidth_efficiency=0.64,
-        decode_compute_efficiency=0.4,
-        # 8B-class prefill: 32k tokens/s on an H200 (the team's measurement cited in the calibration
-        # issue) = 32,000 x 16.4 GFLOP / 989 TFLOP/s.
-        prefill_efficiency=0.53,
-        layer_dispatch_s=0.0,
-        # vLLM EngineArgs.gpu_memory_utilization 0.9 (0.92 in the newest releases, vllm/config/cache.py)
-        memory_utilization=0.9,
-        band=(0.65, 1.35),
-        source="vLLM / SGLang with CUDA graphs: SGLang PR 1401 (Llama-3-8B bf16 batch 1), gpt-fast README",
-    ),
-    "sglang": EngineProfile(
+    "vllm": _VLLM,
+    # the same kernels' class; SGLang's --mem-fraction-static default for large GPUs is 0.88
+    "sglang": replace(
+        _VLLM,
         name="sglang",
-        batched_tokens=8192,
-        cuda_graphs=True,
-        bandwidth_efficiency=0.64,
-        decode_compute_efficiency=0.4,
-        prefill_efficiency=0.53,
-        layer_dispatch_s=0.0,
-        memory_utilization=0.88,  # SGLang --mem-fraction-static default for large GPUs
-        band=(0.65, 1.35),
+        memory_utilization=0.88,
         source="SGLang PR 1401 (Llama-3-8B bf16 batch 1, triton backend, CUDA graphs)",
     ),
-    "hf-static-compile": EngineProfile(
-        name="hf-static-compile",
-        batched_tokens=0,
-        cuda_graphs=True,
-        # data/calibration/h200-2026-11-26.json: Qwen3-8B, static cache, torch.compile + CUDA graphs:
-        # 7.45 ms per step at batch 1 and 11.99 ms at batch 32 on an H200.
-        bandwidth_efficiency=0.44,
-        decode_compute_efficiency=0.14,
-        prefill_efficiency=0.53,
-        layer_dispatch_s=0.0,
-        memory_utilization=1.0,
-        band=(0.75, 1.25),
-        source="data/calibration/h200-2026-11-26.json (Hugging Face generate, static cache, compiled)",
-    ),
-    "hf-eager": EngineProfile(
+    "hf-static-compile": _HF_STATIC,
+    # data/calibration/h200-2026-11-26.json: Qwen3-8B eager decode takes 58.4 ms per step at batch 1
+    # and 55.4 ms at 32, whatever the batch: the host launching 36 layers' kernels, 1.6 ms each.
+    "hf-eager": replace(
+        _HF_STATIC,
         name="hf-eager",
-        batched_tokens=0,
         cuda_graphs=False,
-        bandwidth_efficiency=0.44,
-        decode_compute_efficiency=0.14,
-        prefill_efficiency=0.53,
-        # data/calibration/h200-2026-11-26.json: Qwen3-8B eager decode takes 58.4 ms per step at batch 1
-        # and 55.4 ms at 32, whatever the batch: the host launching 36 layers' kernels, 1.6 ms each.
         layer_dispatch_s=1.6e-3,
-        memory_utilization=1.0,
         band=(0.6, 1.4),
         source="data/calibration/h200-2026-11-26.json (Hugging Face generate, eager, dynamic cache)",
     ),
