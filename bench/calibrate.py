@@ -599,6 +599,7 @@ def decode_result(
         "new_tokens": spec.new_tokens,
         "weights_gb": _positive(weights_bytes / GB, 3),
         "decode_ms_per_step": _positive(step_s * 1000, 3),
+        "prefill_ms": _positive(statistics.median(prefill_times_s) * 1000, 3),
         "tokens_per_s_per_seq": _positive(1 / step_s, 1),
         "aggregate_tokens_per_s": _positive(spec.batch / step_s, 1),
         "peak_allocated_gb": _positive(peak_allocated_bytes / GB, 3),

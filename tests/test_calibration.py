@@ -158,3 +158,33 @@ def test_docs_calibration_shows_the_table_and_the_chart() -> None:
         .read_text(encoding="utf-8")
         .startswith("<svg")
     )
+
+
+def test_a_first_script_file_with_figures_this_schema_does_not_read_still_loads(tmp_path: Path) -> None:
+    ours = json.loads((CALIBRATION / "h200-2026-11-26.json").read_text(encoding="utf-8"))
+    # the same runs as the first script wrote them, each with a figure a later script might add
+    runs = []
+    for run in ours["runs"]:
+        run = {("name" if key == "model" else key): value for key, value in run.items()}
+        if "engine" in run:
+            run["static_compiled"] = run.pop("engine") == "hf-static-compile"
+        runs.append({**run, "allocator_segments": 12})
+    raw = {"device": "NVIDIA H200", "mem_total_gb": 150.11, "torch": "2.11.0+cu130", "transformers": "5.17.0"}
+    raw["runs"] = runs
+    path = tmp_path / "h200-2026-12-02.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    assert len(load(path).runs) == len(raw["runs"])
+
+
+def test_a_measured_prefill_is_compared_with_the_engines_prefill(kb: KB, tmp_path: Path) -> None:
+    """A decode run that records its one-token generate (`prefill_ms`) is held to the prefill figure
+    too: Hugging Face eager launches 36 layers' kernels at 1.6 ms each for a 128-token prompt."""
+    document = json.loads((CALIBRATION / "h200-2026-11-26.json").read_text(encoding="utf-8"))
+    eager = next(r for r in document["runs"] if r.get("engine") == "hf-eager" and r["batch"] == 1)
+    document["runs"] = [{**eager, "prefill_ms": 60.0}]
+    path = tmp_path / "h200-2026-12-03.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    (prefill,) = [c for c in comparisons(kb, path) if c.quantity == "prefill tokens/s"]
+    assert prefill.measured == pytest.approx(128 / 0.060)
+    assert prefill.predicted == pytest.approx(128 / (36 * 1.6e-3))
+    assert prefill.within

@@ -89,6 +89,9 @@ class DecodeRun(Strict):
     new_tokens: Count
     weights_gb: Positive | None = None
     decode_ms_per_step: Positive
+    prefill_ms: Positive | None = Field(
+        None, description="a generate of one new token: the batch's prompts read (prefill), milliseconds"
+    )
     tokens_per_s_per_seq: Positive
     aggregate_tokens_per_s: Positive
     peak_allocated_gb: Positive

@@ -77,6 +77,9 @@ DRIVER_NAMES = {
 """`torch.cuda.get_device_name()` as drivers report it, to the KB's GPU ids"""
 
 
+REQUIRED_KEYS = frozenset({"model", "method"})
+
+
 def from_measurement_script(raw: dict[str, object], file_date: str) -> dict[str, object]:
     """A file as the first measurement script wrote it (the device a name, runs with `name` and
     `static_compiled`, the date only in the file's name) in this schema's form; other documents are
@@ -92,7 +95,10 @@ def from_measurement_script(raw: dict[str, object], file_date: str) -> dict[str,
             run["engine"] = "hf-static-compile" if run.pop("static_compiled", False) else "hf-eager"
         elif run.get("method") == "lora":
             run.setdefault("lora_rank", 16)
-        runs.append(run)
+        # figures that script added beside those this schema reads (it names them all, so a typo in a
+        # figure it reads is still an error)
+        known = DecodeRun.model_fields if run.get("method") == "inference" else TrainingRun.model_fields
+        runs.append({key: value for key, value in run.items() if key in known or key in REQUIRED_KEYS})
     return {
         "device": {
             "name": device,
@@ -228,6 +234,13 @@ def compare_decode(kb: KB, gpu_id: str, run: DecodeRun, source: str) -> list[Com
             "tokens/s",
             run.tokens_per_s_per_seq,
             None if speed is None else speed.tokens_per_s,
+            profile(run.engine).band,
+        ),
+        (
+            "prefill tokens/s",
+            "tokens/s",
+            run.batch * run.prompt / (run.prefill_ms / 1000) if run.prefill_ms else 0.0,
+            None if speed is None or not run.prefill_ms else speed.prefill_tokens_per_s,
             profile(run.engine).band,
         ),
     )

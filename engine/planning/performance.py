@@ -158,8 +158,11 @@ def inference_speed(
     work = work or decode_work(job, layout)
     ways = layout.tp if layout.split == "tensor" else 1
     share = ENCODER_EFFICIENCY if job.encoder else engine.prefill_efficiency
-    prefill_rate = peak * ways * share / work.prefill_flops_per_token
-    first_token = work.prompt_tokens / prefill_rate
+    compute_rate = peak * ways * share / work.prefill_flops_per_token
+    launch = job.shape.n_layers * engine.layer_dispatch_s  # a forward pass's kernels, launched by the host
+    batch_prompts = work.sequences * work.prompt_tokens  # read in one forward pass
+    prefill_rate = batch_prompts / max(launch, batch_prompts / compute_rate)
+    first_token = max(launch, work.prompt_tokens / compute_rate)
     if job.encoder:
         documents = job.serving.corpus_documents if job.serving is not None else None
         hours = (
@@ -239,8 +242,31 @@ BACKWARD_SHARE = 2 / 3
 """The backward pass's share of a training step's compute (4 of 6 FLOPs per parameter and token)."""
 
 
+@dataclass(frozen=True)
+class TrainingWork:
+    """What a training layout's method costs per token, the same on every GPU model: a search computes
+    it once per method and checkpointing."""
+
+    trained: float
+    """parameters that receive gradients (`trained_params`)"""
+    flops_per_token: float
+    """`training_flops`"""
+    utilization: float
+    """the share of the dense peak the job's stack reaches at its width, for this method"""
+
+
+def training_work(job: Job, layout: Layout) -> TrainingWork:
+    return TrainingWork(
+        trained=trained_params(job, layout.method),
+        flops_per_token=training_flops(job, layout),
+        utilization=achieved_utilization(
+            job.training_stack, job.shape.hidden_size, adapters=layout.method in ("lora", "qlora")
+        ),
+    )
+
+
 def training_speed(
-    job: Job, gpu: Gpu, layout: Layout, links: Links, *, nodes: int = 1, trained: float | None = None
+    job: Job, gpu: Gpu, layout: Layout, links: Links, *, nodes: int = 1, work: TrainingWork | None = None
 ) -> Speed | None:
     """Training tokens/s over all GPUs, and the hours for `training_tokens` (None without a FLOPS figure).
 
@@ -260,20 +286,17 @@ def training_speed(
       Rajbhandari et al. 2020), prefetched while computing, so only what exceeds the compute is added.
     An all-reduce per 2,048-token micro-step left exposed made 8 H100s deliver 12% of their peak, and
     more GPUs slower than fewer.
-    `trained` is `trained_params(job, layout.method)`, when the caller has it already.
+    `work` is `training_work(job, layout)`, when the caller has it already.
     """
     peak = training_peak_flops(gpu, layout.precision)
     if peak is None:
         return None
     gpus = layout.tp * layout.dp
     step_tokens = max(job.batch, layout.dp) * job.seq_len
-    achieved = achieved_utilization(
-        job.training_stack, job.shape.hidden_size, adapters=layout.method in ("lora", "qlora")
-    )
-    compute = training_flops(job, layout) * step_tokens / (gpus * peak * achieved)
+    work = work or training_work(job, layout)
+    compute = work.flops_per_token * step_tokens / (gpus * peak * work.utilization)
     step = compute
-    if trained is None:
-        trained = trained_params(job, layout.method)
+    trained = work.trained
     link = links.gpu_to_gpu if nodes == 1 else min(links.gpu_to_gpu, links.inter_node)
     if layout.dp > 1 or layout.tp > 1:  # the sizing below is unchecked, and a KB link may be 0
         link = check_positive("link_bandwidth_bytes_per_s", link)

@@ -26,10 +26,11 @@ from engine.planning.memory import Breakdown, Layout, Split, per_gpu, reported_b
 from engine.planning.performance import (
     DecodeWork,
     Speed,
+    TrainingWork,
     decode_work,
     inference_speed,
-    trained_params,
     training_speed,
+    training_work,
 )
 from engine.planning.requirements import required_prefill_tokens_per_second
 from engine.planning.workload import Job
@@ -42,6 +43,7 @@ from engine.reasoning.policy import (
     residual,
 )
 from engine.sizing import GB
+from engine.sizing.serving_engines import profile
 
 METHOD_ORDER = ("pretrain", "full_finetune", "lora", "qlora")
 PRECISION_ORDER = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
@@ -211,7 +213,8 @@ class Planner:
         self._residuals: dict[tuple[Scalar, ...], tuple[_SettledFilters, _SettledPreferences]] = {}
         self._usage: dict[float | None, Usage] = {}
         self._decode_work: dict[Layout, DecodeWork] = {}
-        self._trained: dict[str, float] = {}
+        self._training_work: dict[tuple[str, bool], TrainingWork] = {}
+        self._usable: dict[str, float] = {}
 
     def without(self, rule: str) -> Planner:
         """This planner with one rule's filters lifted. Sizing does not depend on filters, so the
@@ -226,7 +229,8 @@ class Planner:
         relaxed._memory, relaxed._spec_entries = self._memory, self._spec_entries
         relaxed._asked_entries = self._asked_entries
         relaxed._least_memory = self._least_memory
-        relaxed._decode_work, relaxed._trained = self._decode_work, self._trained
+        relaxed._decode_work, relaxed._training_work = self._decode_work, self._training_work
+        relaxed._usable = self._usable
         return relaxed
 
     # --- plan space ----------------------------------------------------------------------------
@@ -258,12 +262,11 @@ class Planner:
                 budget=self.usable_on(option.gpu),
             )
         else:
-            trained = self._trained.get(layout.method)
-            if trained is None:
-                trained = self._trained[layout.method] = trained_params(self.job, layout.method)
-            speed = training_speed(
-                self.job, option.gpu, layout, option.links, nodes=option.nodes, trained=trained
-            )
+            key = (layout.method, layout.checkpointing)
+            step = self._training_work.get(key)
+            if step is None:
+                step = self._training_work[key] = training_work(self.job, layout)
+            speed = training_speed(self.job, option.gpu, layout, option.links, nodes=option.nodes, work=step)
         return speed
 
     def fitting(self, count: int, per_node: int, gpu: Gpu) -> list[Spec]:
@@ -275,11 +278,12 @@ class Planner:
     def usable_on(self, gpu: Gpu) -> float:
         """Bytes of one of these GPUs a plan may fill: a serving engine's share of what the driver
         reports, else what it reports less the headroom kept free."""
-        budget = serving_budget(gpu, self.job) if self.job.task == "inference" else None
-        if budget is not None:
-            return budget
-        real = reported_bytes(gpu)
-        return real - self.kept_free(real / GB)
+        found = self._usable.get(gpu.id)
+        if found is None:
+            budget = serving_budget(gpu, self.job) if self.job.task == "inference" else None
+            real = reported_bytes(gpu)
+            found = self._usable[gpu.id] = budget if budget is not None else real - self.kept_free(real / GB)
+        return found
 
     def kept_free(self, capacity_gb: float) -> float:
         """Bytes of a GPU's memory kept free: the headroom share, at least MIN_HEADROOM."""
@@ -429,10 +433,10 @@ class Planner:
     def room(self, gpu: Gpu) -> str:
         """What one GPU offers a plan, in words: its reported memory and the share or headroom kept."""
         real = reported_bytes(gpu) / GB
-        budget = serving_budget(gpu, self.job) if self.job.task == "inference" else None
-        if budget is not None:
-            return f"has {real:.1f} GB, of which {self.job.engine} takes {budget / GB:.1f} GB"
-        return f"has {real:.1f} GB with {self.kept_free(real) / GB:.1f} GB kept free"
+        usable = self.usable_on(gpu) / GB
+        if self.job.task == "inference" and profile(self.job.engine).memory_utilization < 1.0:
+            return f"has {real:.1f} GB, of which {self.job.engine} takes {usable:.1f} GB"
+        return f"has {real:.1f} GB with {real - usable:.1f} GB kept free"
 
     def _try(
         self, option: Option, entry: _SizedSpec, capacity: float, memory: Breakdown

@@ -27,8 +27,8 @@ Checked against tests/test_calibration.py: Qwen3 0.6B/1.7B full fine-tuning and 
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 
 from engine.sizing._checks import check_positive, check_positive_int
 from engine.sizing.shape import TransformerShape
@@ -56,7 +56,7 @@ that tensor's incoming gradient and the gradient it produces for the fp32 upcast
 class TrainedPart:
     """Which weights of a block train, and how the stack holds the activations around them."""
 
-    adapters: Collection[str] | None = None
+    adapters: frozenset[str] | None = None
     """None: every weight trains (full fine-tuning); else the projections carrying LoRA adapters"""
     residual_bytes: float = 4.0
     """bytes of the residual stream: 4 when fp32 weights run under autocast, 2 on a 16-bit base"""
@@ -201,6 +201,16 @@ def kept_activations(
     """
     n = check_positive_int("tokens", tokens)
     check_positive("residual_bytes", part.residual_bytes)
+    layers, head, loss = _per_token(shape, part, checkpointing, fused_loss, tensor_parallel)
+    return KeptActivations(layers=n * layers, head=n * head, loss=n * loss)
+
+
+@lru_cache(maxsize=4096)
+def _per_token(
+    shape: TransformerShape, part: TrainedPart, checkpointing: bool, fused_loss: bool, tensor_parallel: int
+) -> tuple[float, float, float]:
+    """Per token: the layers', the head's and the loss's bytes (pure, so computed once per layout:
+    a search sizes hundreds of plans of a few layouts)."""
     t = tensor_parallel
     dense = kept_bytes_per_token_layer(shape, part, tensor_parallel=t)
     moe = kept_bytes_per_token_layer(shape, part, moe_layer=True, tensor_parallel=t) if shape.is_moe else 0.0
@@ -212,8 +222,4 @@ def kept_activations(
     head = _norm(shape.hidden_size, part, rms) + (
         part.compute_bytes * shape.hidden_size if part.full else 0.0
     )
-    return KeptActivations(
-        layers=n * per_token,
-        head=n * head,
-        loss=n * loss_bytes_per_token(shape.vocab_size, fused=fused_loss, tensor_parallel=t),
-    )
+    return per_token, head, loss_bytes_per_token(shape.vocab_size, fused=fused_loss, tensor_parallel=t)
