@@ -345,9 +345,11 @@ def calibration_documents(docs: Path) -> dict[Path, str]:
     from engine.planning.calibration import comparisons
 
     kb = load_kb(paths.kb_dir())
-    found = [c for path in calibration.files(paths.data_dir() / "calibration") for c in comparisons(kb, path)]
+    measured = calibration.files(paths.data_dir() / "calibration")
+    found = [c for path in measured for c in comparisons(kb, path)]
+    unread = [(path.name, f.run, f.error) for path in measured for f in calibration.load(path).failures]
     return {
-        docs / "calibration.md": calibration_markdown(found),
+        docs / "calibration.md": calibration_markdown(found, unread),
         docs / "images" / CHART_NAME: calibration_svg(found),
     }
 

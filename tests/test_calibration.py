@@ -171,9 +171,14 @@ def test_a_first_script_file_with_figures_this_schema_does_not_read_still_loads(
         runs.append({**run, "allocator_segments": 12})
     raw = {"device": "NVIDIA H200", "mem_total_gb": 150.11, "torch": "2.11.0+cu130", "transformers": "5.17.0"}
     raw["runs"] = runs
+    sized = len(runs)
+    runs.append({"name": "bge-m3", "method": "encode", "batch": 64, "seq": 512, "tokens_per_s": 1e5})
     path = tmp_path / "h200-2026-12-02.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
-    assert len(load(path).runs) == len(raw["runs"])
+    read = load(path)
+    assert len(read.runs) == sized
+    # a run kind the schema has no figures for is kept in words, not dropped silently
+    assert [(f.run, f.error) for f in read.failures] == [("bge-m3", "not compared: run kind 'encode'")]
 
 
 def test_a_measured_prefill_is_compared_with_the_engines_prefill(kb: KB, tmp_path: Path) -> None:
@@ -188,3 +193,13 @@ def test_a_measured_prefill_is_compared_with_the_engines_prefill(kb: KB, tmp_pat
     assert prefill.measured == pytest.approx(128 / 0.060)
     assert prefill.predicted == pytest.approx(128 / (36 * 1.6e-3))
     assert prefill.within
+
+
+def test_the_page_lists_the_runs_a_file_records_but_does_not_compare() -> None:
+    from engine.answer.calibration_doc import calibration_markdown
+
+    text = calibration_markdown(
+        [], [("h100-2026-12-01.json", "qwen3-8b:lora:b4:s8192", "CUDA out of memory")]
+    )
+    assert "- h100-2026-12-01.json: qwen3-8b:lora:b4:s8192: CUDA out of memory" in text
+    assert "Runs recorded but not compared" not in calibration_markdown([])
