@@ -14,7 +14,7 @@ from math import ceil
 from typing import Literal
 
 from engine.models.kb import Gpu
-from engine.planning.workload import Job
+from engine.planning.workload import ADAPTER_METHODS, Job
 from engine.sizing import (
     GB,
     PeftMemory,
@@ -101,7 +101,7 @@ def per_gpu(job: Job, layout: Layout, *, gradients_resident: bool = True) -> Bre
     sizes one step whose gradients were freed before it (a measured single step)."""
     if layout.method == "inference":
         return _inference(job, layout)
-    if layout.method in ("lora", "qlora"):
+    if layout.method in ADAPTER_METHODS:
         return _adapters(job, layout)
     return _full_training(job, layout, gradients_resident=gradients_resident)
 
@@ -175,7 +175,7 @@ def trained_part(layout: Layout) -> TrainedPart:
     """How a layout's stack holds activations: fp32 weights under autocast for full training (an fp32
     residual stream), a 16-bit base for LoRA and QLoRA, fp32 throughout for fp32 training."""
     compute = 4.0 if layout.precision == "fp32" else 2.0
-    if layout.method in ("lora", "qlora"):
+    if layout.method in ADAPTER_METHODS:
         return TrainedPart(adapters=LORA_TARGETS, residual_bytes=compute, compute_bytes=compute)
     return TrainedPart(adapters=None, residual_bytes=4.0, compute_bytes=compute)
 

@@ -14,7 +14,7 @@ from math import floor
 
 from engine.models.kb import Gpu
 from engine.planning.memory import Breakdown, Layout, kv_dtype, micro_batch, weight_precision
-from engine.planning.workload import Job
+from engine.planning.workload import ADAPTER_METHODS, Job
 from engine.sizing import (
     GB,
     LORA_ALL_LINEAR,
@@ -216,7 +216,7 @@ def training_flops(job: Job, layout: Layout) -> float:
         n_layers=shape.n_layers,
         seq_len=job.seq_len,
         q_dim=shape.q_dim,
-        trains_weights=layout.method not in ("lora", "qlora"),
+        trains_weights=layout.method not in ADAPTER_METHODS,
         checkpointing=layout.checkpointing,
     )
 
@@ -259,10 +259,13 @@ def training_work(job: Job, layout: Layout) -> TrainingWork:
     return TrainingWork(
         trained=trained_params(job, layout.method),
         flops_per_token=training_flops(job, layout),
-        utilization=achieved_utilization(
-            job.training_stack, job.shape.hidden_size, adapters=layout.method in ("lora", "qlora")
-        ),
+        utilization=method_utilization(job, layout.method),
     )
+
+
+def method_utilization(job: Job, method: str) -> float:
+    """The share of the dense peak the job's stack reaches at its width with this method."""
+    return achieved_utilization(job.training_stack, job.shape.hidden_size, adapters=method in ADAPTER_METHODS)
 
 
 def training_speed(

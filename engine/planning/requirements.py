@@ -8,11 +8,11 @@ from engine.models.request import RecommendRequest
 from engine.models.response import Bound, JobMemory, Requirements
 from engine.models.rule import Scalar
 from engine.planning.memory import Layout, per_gpu, reported_bytes, serving_budget
+from engine.planning.performance import method_utilization
 from engine.planning.workload import DEFAULT_TOKENS_PER_S_PER_USER, Job
 from engine.reasoning.conditions import Facts
 from engine.sizing import GB, required_tokens_per_second
 from engine.sizing.serving_engines import ENCODER_EFFICIENCY, profile
-from engine.sizing.training_speed import achieved_utilization
 
 STACK_WORDS = {
     "huggingface": "a Hugging Face Trainer-class eager PyTorch stack (bf16 autocast, SDPA, PEFT); "
@@ -148,12 +148,7 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
         )
     if job.training:
         found["training_stack"] = STACK_WORDS[job.training_stack]
-        found["training_flops_share"] = round(
-            achieved_utilization(
-                job.training_stack, job.shape.hidden_size, adapters=job.task in ("lora", "qlora")
-            ),
-            3,
-        )
+        found["training_flops_share"] = round(method_utilization(job, job.task), 3)
         found["training_memory"] = (
             "what an eager PyTorch step keeps at its peak (engine/sizing/kept_activations.py): fp32 weights "
             "and gradients under bf16 autocast, AdamW states, activations, and the loss's fp32 logits "

@@ -14,13 +14,9 @@ from engine.models.attributes import PLAN_ATTRIBUTES
 from engine.planning.candidates import Context, Option, options
 from engine.planning.measures import complexity_of, preference_factor
 from engine.planning.memory import Layout
-from engine.planning.performance import training_flops, training_peak_flops
+from engine.planning.performance import method_utilization, training_flops, training_peak_flops
 from engine.planning.planner import Candidate, Planner, Rejection
 from engine.reasoning.policy import Filter
-from engine.sizing.training_speed import achieved_utilization
-
-ADAPTED = ("lora", "qlora")
-"""methods that train adapters on a frozen base"""
 
 OPTION_CACHE_SIZE = 256
 Measure = Callable[[Candidate, str, float | None], float]
@@ -335,7 +331,7 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
         if tokens is not None and job.task != "inference"
         else None
     )
-    achieved = achieved_utilization(job.training_stack, job.shape.hidden_size, adapters=job.task in ADAPTED)
+    achieved = method_utilization(job, job.task)
     # The compute formats a plan may use: only the requested one while only plans as asked are sized
     # (QLoRA computes in 16-bit whatever is asked); else the fastest the GPU has.
     requested = job.requested_precision or planner.base_precision

@@ -34,6 +34,8 @@ from engine.sizing.training_memory import Optimizer
 
 ArchitectureSource = Literal["kb-model", "request", "hf-config", "estimated"]
 TRAINING_TASKS: tuple[Task, ...] = ("pretrain", "full_finetune", "lora", "qlora")
+ADAPTER_METHODS = frozenset({"lora", "qlora"})
+"""methods that train adapters on a frozen base"""
 ESTIMATED_VOCAB = 32_000
 """Vocabulary assumed for an estimated shape (Llama 2's 32,000 tokens)."""
 PRETRAIN_TOKENS_PER_PARAM = 20.0
