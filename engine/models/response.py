@@ -85,8 +85,8 @@ class Throughput(ResponseModel):
     """Estimated speed of one recommendation."""
 
     tokens_per_s: float = Field(
-        description="per sequence when decoding; per replica when training; input tokens per replica for an "
-        "encoder"
+        description="per sequence when decoding (an encoder: its input tokens, read with its batch); per "
+        "replica when training"
     )
     aggregate_tokens_per_s: float = Field(description="all sequences and replicas together")
     max_concurrent_sequences: int | None = Field(None, description="inference: sequences the KV cache holds")

@@ -146,9 +146,10 @@ def inference_speed(
     Each step streams the replica's weights and KV cache at the engine's share of the bandwidth, adds
     the decode matmuls at its share of the FLOPS and each MoE layer's fixed cost, and is at least the
     host's time to launch the layers (engine/sizing/serving_engines.py). Tensor parallelism reads each
-    weight shard from its own GPU, so bandwidth and FLOPS add up, less two all-reduces per layer at the
-    link's latency; a pipeline split reads the stages one after another, so one sequence decodes at
-    one GPU's speed. `budget` (bytes per GPU the plan may fill) and `memory` (the layout's bytes per
+    weight shard from its own GPU, so bandwidth and FLOPS add up, less two all-reduces per layer (of
+    one token per sequence when decoding, of the whole prompts when prefilling) at the link's bandwidth
+    and latency; a pipeline split reads the stages one after another, so one sequence decodes at one
+    GPU's speed. `budget` (bytes per GPU the plan may fill) and `memory` (the layout's bytes per
     GPU) give the sequences the KV cache holds, by the rule the plan's fit uses.
     """
     peak = peak_flops(gpu, layout.precision)
@@ -157,33 +158,37 @@ def inference_speed(
     engine = profile(job.engine)
     work = work or decode_work(job, layout)
     ways = layout.tp if layout.split == "tensor" else 1
+    tensor_parallel = layout.split == "tensor" and layout.tp > 1
+    link = check_positive("link_bandwidth_bytes_per_s", links.gpu_to_gpu) if tensor_parallel else 0.0
+
+    def all_reduces(tokens: int) -> float:
+        """Two all-reduces of tokens x hidden per layer (Megatron-LM), at the link's bandwidth and latency."""
+        if not tensor_parallel:
+            return 0.0
+        shape = job.shape
+        return tensor_parallel_comm_seconds_unchecked(
+            tokens, shape.hidden_size, shape.n_layers, layout.tp, link, latency_s=links.latency_s
+        )
+
     share = ENCODER_EFFICIENCY if job.encoder else engine.prefill_efficiency
     compute_rate = peak * ways * share / work.prefill_flops_per_token
     launch = job.shape.n_layers * engine.layer_dispatch_s  # a forward pass's kernels, launched by the host
     batch_prompts = work.sequences * work.prompt_tokens  # read in one forward pass
-    prefill_rate = batch_prompts / max(launch, batch_prompts / compute_rate)
-    first_token = max(launch, work.prompt_tokens / compute_rate)
+    prefill_rate = batch_prompts / max(launch, batch_prompts / compute_rate + all_reduces(batch_prompts))
+    first_token = max(launch, work.prompt_tokens / compute_rate + all_reduces(work.prompt_tokens))
     if job.encoder:
         documents = job.serving.corpus_documents if job.serving is not None else None
         hours = (
             None if documents is None else documents * work.prompt_tokens / (prefill_rate * layout.dp) / 3600
         )
         rate = prefill_rate * layout.dp
-        return Speed(prefill_rate, rate, None, None, rate, first_token, hours)
+        # each sequence is done when its batch is: it sees the replica's rate shared by the batch
+        return Speed(prefill_rate / work.sequences, rate, None, None, rate, first_token, hours)
     streaming = work.step_bytes / (gpu.memory_bandwidth_gbs * GB * ways * engine.bandwidth_efficiency)
     matmuls = work.sequences * work.flops_per_token / (peak * ways * engine.decode_compute_efficiency)
     experts = job.shape.n_moe_layers * moe_layer_seconds(ways)
     step = max(job.shape.n_layers * engine.layer_dispatch_s, streaming + matmuls + experts)
-    if layout.split == "tensor" and layout.tp > 1:
-        link = check_positive("link_bandwidth_bytes_per_s", links.gpu_to_gpu)  # a KB link may be 0
-        step += tensor_parallel_comm_seconds_unchecked(
-            work.sequences,
-            job.shape.hidden_size,
-            job.shape.n_layers,
-            layout.tp,
-            link,
-            latency_s=links.latency_s,
-        )
+    step += all_reduces(work.sequences)  # one new token per sequence
     concurrent = None
     if memory is not None and budget is not None and memory.kv_cache > 0:
         per_sequence_kv = memory.kv_cache / work.sequences

@@ -9,7 +9,7 @@ from engine.models.response import Bound, JobMemory, Requirements
 from engine.models.rule import Scalar
 from engine.planning.memory import Layout, per_gpu, reported_bytes, serving_budget
 from engine.planning.performance import method_utilization
-from engine.planning.workload import DEFAULT_TOKENS_PER_S_PER_USER, Job
+from engine.planning.workload import DEFAULT_TOKENS_PER_S_PER_USER, ENCODER_LATENCY_S, Job
 from engine.reasoning.conditions import Facts
 from engine.sizing import GB, required_tokens_per_second
 from engine.sizing.serving_engines import ENCODER_EFFICIENCY, profile
@@ -114,10 +114,19 @@ def required_prefill_tokens_per_second(job: Job) -> float | None:
 
 
 def per_user_tps(job: Job) -> float | None:
-    """The decode speed each served sequence needs (`ServingNeeds.per_user_tps`); None for training."""
-    if job.task != "inference" or job.encoder:
+    """The speed each served sequence needs, tokens/s (None for training): a decoder's decode speed
+    (`ServingNeeds.per_user_tps`); an encoder's input read within the latency target, else within
+    ENCODER_LATENCY_S, together with the rest of its batch (or faster, if the request says so)."""
+    if job.task != "inference":
         return None
-    return job.serving.per_user_tps() if job.serving is not None else DEFAULT_TOKENS_PER_S_PER_USER
+    serving = job.serving
+    if job.encoder:
+        latency = (
+            ENCODER_LATENCY_S if serving is None or serving.latency_p95_s is None else serving.latency_p95_s
+        )
+        stated = 0.0 if serving is None else serving.min_tokens_per_s_per_user or 0.0
+        return max(job.context_tokens / latency, stated)
+    return serving.per_user_tps() if serving is not None else DEFAULT_TOKENS_PER_S_PER_USER
 
 
 def workload_assumptions(job: Job) -> dict[str, float | str]:
@@ -173,7 +182,10 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
         serving = job.serving
         if serving is None or (serving.min_tokens_per_s_per_user is None and serving.latency_p95_s is None):
             found["tokens_per_s_per_user_source"] = (
-                "default: twice reading speed; give workload.serving.min_tokens_per_s_per_user"
+                "default: each sequence's input read within 1 s with its batch (Nielsen's 1-second limit); "
+                "give workload.serving.latency_p95_s"
+                if job.encoder
+                else "default: twice reading speed; give workload.serving.min_tokens_per_s_per_user"
             )
     return found
 

@@ -69,6 +69,10 @@ class UnknownReference(InvalidRequest):
     """The request names an id the KB does not have."""
 
 
+ENCODER_LATENCY_S = 1.0
+"""How long an encoder may take for one batch when the request states no latency: the 1-second limit
+below which a user's flow of thought stays uninterrupted (J. Nielsen, Usability Engineering, 1993,
+ch. 5, "Response Times: The 3 Important Limits")."""
 DEFAULT_TOKENS_PER_S_PER_USER = 10.0
 """The decode speed a served sequence needs when the request states none: about twice reading speed
 (people read 4-5 words, 5-7 tokens, a second), the floor below which a chat feels stalled. Offline
@@ -279,7 +283,8 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         shape, source = estimated_shape(params_b * 1e9), "estimated"
     horizon_hours = constraints.horizon_months * HOURS_PER_MONTH
     serving = None if workload.serving is None else ServingNeeds.of(workload.serving)
-    batch, from_serving = _batch(workload, serving)
+    encoder = model is not None and model.kind == "encoder"
+    batch, from_serving = _batch(workload, None if encoder else serving)
     tokens, tokens_source = training_tokens(
         workload.task, params_b * 1e9, workload.training_tokens_b, workload.job_hours
     )
@@ -327,13 +332,14 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
         fused_loss=workload.fused_loss,
         training_stack=workload.training_stack,
         engine=(workload.serving.engine if workload.serving else None) or "vllm",
-        kind="encoder" if model is not None and model.kind == "encoder" else "decoder",
+        kind="encoder" if encoder else "decoder",
     )
 
 
 def _batch(workload: Workload, serving: ServingNeeds | None) -> tuple[int, bool]:
     """The request's batch_size; for a serving fleet whose request leaves it unstated, the sequences in
-    flight at peak (`ServingNeeds.in_flight`). The second value says which."""
+    flight at peak (`ServingNeeds.in_flight`). The second value says which. An encoder's traffic is
+    not decoded together: its demand sizes the copies, and the request's batch each copy's forward."""
     in_flight = None if serving is None else serving.in_flight()
     if "batch_size" in workload.model_fields_set or in_flight is None:
         return workload.batch_size, False
