@@ -90,18 +90,20 @@ class ServedKB:
         """Check the KB and rules on disk and, when they are clean, serve them on every worker.
         `KBInvalid` (nothing changed) or `CheckFailed` when they cannot be served."""
         with self._switching:
-            current = self.advisor
+            current = fresh = self.advisor
             key, today = current.key, date.today()
-            if key is not None and key == disk_key(self.kb_root, self.rules_root, self.data_root, today):
-                return Reload(current, current, self.generations.convergence(key))
-            checked = read_checked_apart(
-                self.kb_root, self.rules_root, self.data_root, today, self.generations.folder
-            )
-            fresh = Advisor.of(checked, self.rules_root)
-            fresh.warm()
-            self.generations.publish(checked)
-            self._install(fresh)
-        return Reload(current, fresh, self.generations.wait_for(checked.key))
+            if key is None or key != disk_key(self.kb_root, self.rules_root, self.data_root, today):
+                checked = read_checked_apart(
+                    self.kb_root, self.rules_root, self.data_root, today, self.generations.folder
+                )
+                fresh = Advisor.of(checked, self.rules_root)
+                fresh.warm()
+                self.generations.publish(checked)
+                self._install(fresh)
+                key = checked.key
+        # Unchanged files still wait: a reload just before this one may not have reached every
+        # worker yet, and this answer must not say otherwise (nor answer 503 while it converges).
+        return Reload(current, fresh, self.generations.wait_for(key))
 
     def adopt(self, key: str) -> None:
         """Serve the published generation `key` (the watcher's call when another worker reloaded)."""

@@ -1,9 +1,11 @@
 """Thin HTTP routes: validate, look up or call the engine, return the response model. No logic here.
 
-Every route is `async def`: none waits on I/O, and the engine is CPU-bound Python, which threads
-cannot run in parallel (the GIL). A sync route or dependency would cost a thread-pool hop per call
-for nothing: on 2 cores `/recommend` answered about 20% fewer requests/s that way, and `/healthz`
-half as many. The service scales with worker processes (`serve --workers`).
+Every route is `async def`. The lookups answer on the event loop at once; the answers the engine
+computes (`/recommend`, `/compare`, `/report`) run in the worker's one engine thread behind a bounded
+queue with a deadline (api/admission.py), so the loop stays free for `/healthz` and for refusing
+excess work. (Starlette's own thread pool, for sync routes, is not used: 40 threads interleaving
+CPU-bound answers would make each slower and bound nothing; on 2 cores `/recommend` answered about
+20% fewer requests/s that way.) The service scales with worker processes (`serve --workers`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from api.admission import Admission
 from api.media import BODY_ERRORS, JsonBodyRoute
 from api.openapi import COMPARE_EXAMPLES, RECOMMEND_EXAMPLES
 from engine.answer.chat.markdown import markdown
@@ -33,10 +36,18 @@ router = APIRouter(route_class=JsonBodyRoute, generate_unique_id_function=lambda
 T = TypeVar("T")
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorDetail, "description": "unknown id"}}
+BUSY: dict[int | str, dict[str, Any]] = {
+    503: {
+        "model": ErrorDetail,
+        "description": "the worker's queue is full or the answer passed the time limit; `Retry-After` says "
+        "when to try again",
+    }
+}
 REQUEST_ERRORS: dict[int | str, dict[str, Any]] = {
     **BODY_ERRORS,
     413: {"model": ErrorDetail, "description": "request body over 64 KB"},
     422: {"description": "a field is invalid or names an id the KB lacks; `detail[].loc` names it"},
+    **BUSY,
 }
 """what a route taking a RecommendRequest body answers when the body is wrong"""
 
@@ -48,6 +59,15 @@ async def current_advisor(request: Request) -> Advisor:
 
 
 CurrentAdvisor = Annotated[Advisor, Depends(current_advisor)]
+
+
+async def engine_queue(request: Request) -> Admission:
+    """The worker's engine thread and the bound in front of it."""
+    admission: Admission = request.app.state.admission
+    return admission
+
+
+EngineQueue = Annotated[Admission, Depends(engine_queue)]
 
 
 @router.post(
@@ -66,6 +86,7 @@ CurrentAdvisor = Annotated[Advisor, Depends(current_advisor)]
 async def recommend(
     body: Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)],
     advisor: CurrentAdvisor,
+    queue: EngineQueue,
     answer_format: Annotated[
         AnswerFormat,
         Query(
@@ -78,14 +99,18 @@ async def recommend(
     """Ranked hardware recommendations for one workload, each with its memory per GPU, speed, cost
     and a traced justification. A request no option can satisfy is a 200 with `feasible: false`,
     the reason in `summary`, and in `relaxation` the constraint whose relaxing helps."""
-    answer = advisor.recommend(body)
-    if answer_format == "slack":
-        return JSONResponse(slack_message(answer))
-    if answer_format == "markdown":
-        return Response(content=markdown(answer), media_type="text/markdown")
-    # The engine built the response model, so it is valid: serialize it straight to JSON rather
-    # than have the framework validate it again and encode it through the json module.
-    return Response(content=answer.model_dump_json(), media_type="application/json")
+
+    def answer() -> Response:
+        found = advisor.recommend(body)
+        if answer_format == "slack":
+            return JSONResponse(slack_message(found))
+        if answer_format == "markdown":
+            return Response(content=markdown(found), media_type="text/markdown")
+        # The engine built the response model, so it is valid: serialize it straight to JSON rather
+        # than have the framework validate it again and encode it through the json module.
+        return Response(content=found.model_dump_json(), media_type="application/json")
+
+    return await queue.run(answer)
 
 
 @router.post(
@@ -98,17 +123,21 @@ async def recommend(
             "description": "a field is invalid (fewer than 2 or more than 4 choices, a count below 1) or "
             "names an id the KB lacks; `detail[].loc` names it"
         },
+        **BUSY,
     },
     tags=["recommend"],
 )
 async def compare(
-    body: Annotated[CompareRequest, Body(openapi_examples=COMPARE_EXAMPLES)], advisor: CurrentAdvisor
+    body: Annotated[CompareRequest, Body(openapi_examples=COMPARE_EXAMPLES)],
+    advisor: CurrentAdvisor,
+    queue: EngineQueue,
 ) -> Response:
     """Two to four hardware choices for one request, side by side ("why not X?"): for each, whether
     the job fits, a verdict in words, and the best plan on it with the figures of a recommendation
     (memory per GPU, tokens/s, cost, plan). A choice nothing runs on is judged, not an error."""
-    answer = advisor.compare(body)
-    return Response(content=answer.model_dump_json(), media_type="application/json")
+    return await queue.run(
+        lambda: Response(content=advisor.compare(body).model_dump_json(), media_type="application/json")
+    )
 
 
 @router.get("/healthz", response_model=Health, tags=["service"])
@@ -228,10 +257,14 @@ def _found(table: Mapping[str, T], key: str, kind: str) -> T:
     tags=["recommend"],
 )
 async def report(
-    body: Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)], advisor: CurrentAdvisor
+    body: Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)],
+    advisor: CurrentAdvisor,
+    queue: EngineQueue,
 ) -> Response:
     """The answer to the same request as `POST /recommend`, as a procurement report: one self-contained
     HTML page (charts inline, no scripts, no network) with the decision, its runners-up, a cost-time,
     a buy-vs-rent and a memory chart, the rule trace with sources, the options ruled out, the
     assumptions and the price dates. It prints to PDF from a browser."""
-    return Response(content=advisor.report(body), media_type="text/html; charset=utf-8")
+    return await queue.run(
+        lambda: Response(content=advisor.report(body), media_type="text/html; charset=utf-8")
+    )

@@ -34,6 +34,8 @@ from bench.stats import percentile
 from engine.knowledge.paths import PROJECT_ROOT
 
 HOST = "127.0.0.1"
+POSTED = ("/recommend", "/report")
+"""the paths `load` posts the mix's bodies to"""
 
 
 @dataclass
@@ -118,7 +120,7 @@ async def load(
                 sent += 1
                 start = time.perf_counter()
                 try:
-                    if path == "/recommend":
+                    if path in POSTED:
                         call = session.post(path, data=next(bodies), headers=headers)
                     else:
                         call = session.get(path)
@@ -182,6 +184,80 @@ def soak(calls: int, seconds: float) -> dict[str, Any]:
         "rss_end_kb": rss_end,
         "rss_growth_pct": (rss_end - rss_start) / rss_start * 100,
         "open_rule_sessions": health.get("open_rule_sessions"),
+    }
+
+
+REPORT_MODELS = (
+    "llama-3-1-70b",
+    "llama-3-1-8b",
+    "mixtral-8x7b",
+    "qwen3-32b",
+    "mistral-7b",
+    "llama-3-1-405b",
+    "deepseek-v3",
+    "gemma-2-27b",
+)
+REPORT_BODIES = [
+    {"workload": {"task": task, "model": model}, "top_k": top_k}
+    for model in REPORT_MODELS
+    for task, top_k in (("inference", 20), ("lora", 5))
+]
+"""`/report` bodies, each answered differently (the issue's case first: a 70B model, top_k 20)"""
+
+
+def reports_alone() -> dict[str, Any]:
+    """Each `/report` body once, one at a time: every report's charts drawn anew."""
+    with serve() as server:
+        time.sleep(3)  # the renderer starts beside the server: let it warm, as a server in service has
+        result = asyncio.run(load(server.url, "/report", 1, len(REPORT_BODIES), 300, mix=REPORT_BODIES))
+        again = asyncio.run(load(server.url, "/report", 1, len(REPORT_BODIES), 300, mix=REPORT_BODIES))
+    return {
+        "reports": result["requests"],
+        "errors": result["errors"] + again["errors"],
+        "p50_ms": result["p50_ms"],
+        "p99_ms": result["p99_ms"],
+        "repeated_p50_ms": again["p50_ms"],
+        "repeated_p99_ms": again["p99_ms"],
+    }
+
+
+async def _probe(url: str, seconds: float, every_s: float = 0.05) -> list[float]:
+    """`/healthz` every `every_s` on a connection of its own for `seconds`: each answer's time."""
+    times: list[float] = []
+    async with aiohttp.ClientSession(url, timeout=aiohttp.ClientTimeout(total=60)) as session:
+        until = time.perf_counter() + seconds
+        while time.perf_counter() < until:
+            start = time.perf_counter()
+            async with session.get("/healthz") as response:
+                await response.read()
+            times.append(time.perf_counter() - start)
+            await asyncio.sleep(every_s)
+    return times
+
+
+def health_under_reports(seconds: float, loops: int = 16) -> dict[str, Any]:
+    """`loops` concurrent closed loops of `POST /report` against one worker while a probe asks
+    `/healthz` every 50 ms: the probe's latency, and each report's (503s are load shed)."""
+
+    async def run(url: str) -> tuple[dict[str, Any], list[float]]:
+        reports = load(url, "/report", loops, 100_000, seconds, mix=REPORT_BODIES)
+        answered, probes = await asyncio.gather(reports, _probe(url, seconds))
+        return answered, probes
+
+    with serve() as server:
+        asyncio.run(load(server.url, "/report", 1, 4, 60, mix=REPORT_BODIES))  # warm: the renderer
+        reports, probes = asyncio.run(run(server.url))
+    return {
+        "loops": loops,
+        "seconds": seconds,
+        "healthz_p50_ms": percentile(probes, 50) * 1000,
+        "healthz_p99_ms": percentile(probes, 99) * 1000,
+        "healthz_max_ms": max(probes) * 1000,
+        "healthz_probes": len(probes),
+        "reports": reports["requests"],
+        "reports_refused": reports["errors"],
+        "report_p50_ms": reports["p50_ms"],
+        "report_p99_ms": reports["p99_ms"],
     }
 
 

@@ -1,4 +1,4 @@
-"""`make bench`: every benchmark in one run (about 5 minutes on 2 cores), written to bench/RESULTS.md.
+"""`make bench`: every benchmark in one run (about 9 minutes on 2 cores), written to bench/RESULTS.md.
 
     .venv/bin/python -m bench.run [--quick]
 
@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import http_load, inprocess
+from bench import http_load, inprocess, mixed_soak
 from bench.faults import FAULTS
 from bench.soak import FULL_SOAK
 
@@ -98,6 +98,61 @@ def faults_text(faults: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def bounded_goals(bounded: dict[str, Any] | None) -> list[str]:
+    if not bounded:
+        return []
+    pressure, soak = bounded["pressure"], bounded["soak"]
+    worker_mb = soak["rss_end_kb"] / 1024
+    return [
+        f"| /healthz p99 under {pressure['loops']} concurrent /report loops <= 100 ms "
+        f"| {pressure['healthz_p99_ms']:.0f} ms | {goal(pressure['healthz_p99_ms'] <= 100)} |",
+        f"| worker RSS after the {soak['calls']:,}-request mixed soak <= 300 MB | {worker_mb:.0f} MB "
+        f"| {goal(worker_mb <= 300)} |",
+        f"| max GC pause in the mixed soak <= 50 ms | {soak['gc_pause_max_ms']:.0f} ms "
+        f"| {goal(soak['gc_pause_max_ms'] <= 50)} |",
+    ]
+
+
+def bounded_text(bounded: dict[str, Any]) -> str:
+    """The deadline, queue, report and mixed-soak figures in words and a table."""
+    pressure, soak, alone = bounded["pressure"], bounded["soak"], bounded["reports_alone"]
+    rows = "\n".join(
+        f"| {path} | {row['calls']} | {row['median']:.0f} | {row['p99']:.0f} |"
+        for path, row in soak["latency_ms"].items()
+    )
+    return "\n".join(
+        [
+            f"`/report` alone, {alone['reports']} different bodies one at a time (each report's charts "
+            f"drawn anew): median {alone['p50_ms']:.0f} ms, p99 {alone['p99_ms']:.0f} ms; the same bodies "
+            f"again (charts drawn once, kept): median {alone['repeated_p50_ms']:.0f} ms, p99 "
+            f"{alone['repeated_p99_ms']:.0f} ms; {alone['errors']} errors.",
+            "",
+            f"{pressure['loops']} concurrent closed loops of `/report` for {pressure['seconds']:.0f} s on "
+            "one worker, `/healthz` probed every 50 ms beside them: `/healthz` median "
+            f"{pressure['healthz_p50_ms']:.1f} ms, p99 {pressure['healthz_p99_ms']:.1f} ms, max "
+            f"{pressure['healthz_max_ms']:.1f} ms over {pressure['healthz_probes']} probes. Reports "
+            f"answered: {pressure['reports']}, median {pressure['report_p50_ms']:.0f} ms and p99 "
+            f"{pressure['report_p99_ms']:.0f} ms (queueing included); {pressure['reports_refused']} answered "
+            "503 (the queue bound or the deadline).",
+            "",
+            f"Mixed soak (`python -m bench.mixed_soak`): {soak['calls']:,} requests in "
+            f"{soak['seconds']:.0f} s through one worker's app (owned and target hardware of random GPUs "
+            "and counts, /compare, /report, random hf_config, every task), statuses "
+            + ", ".join(f"{k}: {v}" for k, v in soak["statuses"].items())
+            + f". Worker RSS {soak['rss_start_kb'] / 1024:.0f} MB after one request, "
+            f"{soak['rss_end_kb'] / 1024:.0f} MB at the end; the chart renderer's process "
+            f"{soak['renderer_rss_kb'] / 1024:.0f} MB. {soak['gc_collections']} garbage collections, "
+            f"{soak['gc_full_collections']} of them full; longest pause {soak['gc_pause_max_ms']:.0f} ms "
+            f"(young generations: {soak['gc_pause_max_young_ms']:.0f} ms), "
+            f"p99 {soak['gc_pause_p99_ms']:.1f} ms.",
+            "",
+            "| Path | Calls | Median ms | p99 ms |",
+            "| --- | ---: | ---: | ---: |",
+            rows,
+        ]
+    )
+
+
 def goal(met: bool) -> str:
     return "met" if met else "**missed**"
 
@@ -108,6 +163,7 @@ def report(
     took_s: float,
     full_soak: dict[str, Any] | None,
     faults: dict[str, Any] | None = None,
+    bounded: dict[str, Any] | None = None,
 ) -> str:
     durable, reference, sizing = inproc["durable"], inproc["reference"], inproc["sizing_alone"]
     chaining = inproc["chaining_alone"]
@@ -142,6 +198,7 @@ def report(
         f"| 0 errors at concurrency 64 | {sweep[64]['errors']} | {goal(sweep[64]['errors'] == 0)} |",
         f"| latency at x20 offers <= 3x latency at x1 | {ratio_x20:.1f}x | {goal(ratio_x20 <= 3)} |",
         *soak_goals(full_soak or soak, "full soak, `python -m bench.soak`" if full_soak else "this run"),
+        *bounded_goals(bounded),
         f"| start-up to first /healthz <= 2 s | {startup:.2f} s | {goal(startup <= 2)} |",
         f"| CLI recommend whole process <= 0.6 s | {cli:.2f} s | {goal(cli <= 0.6)} |",
         "",
@@ -223,6 +280,10 @@ def report(
         if full_soak
         else "No full soak on record: run `python -m bench.soak` (about 8 minutes).",
         "",
+        "## Bounded work and memory",
+        "",
+        bounded_text(bounded) if bounded else "Not measured in this run.",
+        "",
         "## Faults",
         "",
         faults_text(faults)
@@ -256,9 +317,14 @@ def main() -> None:
         "startup_s": http_load.startup(3),
         "cli_s": http_load.cli_times(3),
     }
+    bounded = {
+        "reports_alone": http_load.reports_alone(),
+        "pressure": http_load.health_under_reports(10.0 if args.quick else 30.0),
+        "soak": mixed_soak.run(100 if args.quick else 2000),
+    }
     full = json.loads(FULL_SOAK.read_text()) if FULL_SOAK.exists() else None
     faults = json.loads(FAULTS.read_text()) if FAULTS.exists() else None
-    text = report(inproc, http, time.perf_counter() - began, full, faults)
+    text = report(inproc, http, time.perf_counter() - began, full, faults, bounded)
     RESULTS.write_text(text, encoding="utf-8")
     print(text)
 

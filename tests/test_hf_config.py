@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs in the lock
 
 from engine.knowledge.kb import KB
 from engine.models.request import HfConfig, RecommendRequest
-from engine.planning.hf_config import from_hf_config
+from engine.planning.hf_config import from_hf_config, sized_config
 from engine.recommend import Advisor
 from engine.sizing import active_params, kv_cache_bytes_per_token, shape_from_architecture, total_params
 
@@ -220,3 +221,121 @@ def test_a_stated_count_beside_a_dense_config_is_all_active(client: TestClient) 
     response = client.post("/recommend", json=body)
     assert response.status_code == 200, response.text
     assert response.json()["requirements"]["active_params_b"] is None  # dense: no separate active count
+
+
+# config.json of meta-llama/Llama-2-7b-hf (kb/models/llama-2-7b.yaml cites it) and of
+# google-bert/bert-base-uncased (kb/models/bert-base.yaml), the keys the sizing reads
+LLAMA_2_7B: dict[str, Any] = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "max_position_embeddings": 4096,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 32,
+    "rms_norm_eps": 1e-05,
+    "tie_word_embeddings": False,
+    "torch_dtype": "float16",
+    "vocab_size": 32000,
+}
+BERT_BASE: dict[str, Any] = {
+    "model_type": "bert",
+    "hidden_size": 768,
+    "intermediate_size": 3072,
+    "layer_norm_eps": 1e-12,
+    "max_position_embeddings": 512,
+    "num_attention_heads": 12,
+    "num_hidden_layers": 12,
+    "type_vocab_size": 2,
+    "vocab_size": 30522,
+}
+
+
+def _without(config: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {key: value for key, value in config.items() if key not in keys}
+
+
+@pytest.mark.parametrize(
+    ("config", "left_out", "model_id", "assumed"),
+    [
+        # Llama's gated MLP: 8/3 x 4096 rounded up to a multiple of 256 is Llama 2 7B's own 11,008
+        (LLAMA_2_7B, ("intermediate_size",), "llama-2-7b", ["intermediate_size absent: 11008"]),
+        # BERT's two-matrix MLP, 4 x 768; its learned position table, BertConfig's 512 rows
+        (
+            BERT_BASE,
+            ("intermediate_size", "max_position_embeddings"),
+            "bert-base",
+            ["intermediate_size absent: 3072", "max_position_embeddings absent: 512"],
+        ),
+    ],
+)
+def test_a_config_without_its_mlp_width_or_positions_is_sized_with_a_stated_assumption(
+    client: TestClient,
+    kb: KB,
+    config: dict[str, Any],
+    left_out: tuple[str, ...],
+    model_id: str,
+    assumed: list[str],
+) -> None:
+    """A key a config.json leaves out is taken as the model family's convention and said so in
+    `assumptions`; for these two models the convention is their own size, so the count is exact."""
+    partial = _without(config, *left_out)
+    assert sized_config(HfConfig.model_validate(partial)).params == kb.models[model_id].params_count
+    response = client.post("/recommend", json={"workload": {"task": "inference", "hf_config": partial}})
+    assert response.status_code == 200, response.text
+    assumptions = response.json()["assumptions"]
+    notes = [str(value) for key, value in assumptions.items() if key.startswith("hf_config.assumed")]
+    for text in assumed:
+        assert any(note.startswith(text) for note in notes), notes
+
+
+MOE = {**LLAMA_2_7B, "num_local_experts": 8, "num_experts_per_tok": 2}
+MLA = {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
+# hf_configs and whether the server takes them: each is valid by the OpenAPI document exactly when it is
+DOCUMENT_AND_SERVER = [
+    ("a config", LLAMA_2_7B, True),
+    ("no MLP width", _without(LLAMA_2_7B, "intermediate_size"), True),
+    ("a needed size null", {**LLAMA_2_7B, "vocab_size": None}, False),
+    ("a needed size absent", _without(LLAMA_2_7B, "num_attention_heads"), False),
+    ("a size as a string", {**LLAMA_2_7B, "hidden_size": "4096"}, False),
+    ("a size written 4096.0", {**LLAMA_2_7B, "hidden_size": 4096.0}, True),
+    ("its text_config", {"model_type": "llava", "text_config": LLAMA_2_7B}, True),
+    ("an empty text_config", {"model_type": "llava", "text_config": {}}, False),
+    ("layers null, text_config read", {"num_hidden_layers": None, "text_config": LLAMA_2_7B}, True),
+    ("layers given, the rest in text_config", {"num_hidden_layers": 32, "text_config": LLAMA_2_7B}, False),
+    ("a complete config beside an unread text_config", {**LLAMA_2_7B, "text_config": {}}, True),
+    ("an MoE", MOE, True),
+    ("an MoE without experts per token", _without(MOE, "num_experts_per_tok"), False),
+    ("Qwen's expert count without experts per token", {**LLAMA_2_7B, "num_experts": 8}, False),
+    ("one local expert first: dense", {**LLAMA_2_7B, "num_local_experts": 1, "num_experts": 8}, True),
+    ("DeepSeek's routed experts without experts per token", {**LLAMA_2_7B, "n_routed_experts": 8}, False),
+    ("latent attention", {**LLAMA_2_7B, **MLA}, True),
+    ("latent attention without v_head_dim", _without({**LLAMA_2_7B, **MLA}, "v_head_dim"), False),
+    (
+        "an MoE in text_config without experts per token",
+        {"text_config": _without(MOE, "num_experts_per_tok")},
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("config", "accepted"),
+    [(config, accepted) for _, config, accepted in DOCUMENT_AND_SERVER],
+    ids=[case for case, _, _ in DOCUMENT_AND_SERVER],
+)
+def test_the_openapi_document_states_what_an_hf_config_needs(
+    client: TestClient, config: dict[str, Any], accepted: bool
+) -> None:
+    """A client that checks its body against the published JSON Schema (draft 2020-12) learns what the
+    server will say: valid there is a 200 here, invalid there a 422 naming hf_config."""
+    document = client.get("/openapi.json").json()
+    validator = Draft202012Validator({**document, "$ref": "#/components/schemas/RecommendRequest"})
+    body = {"workload": {"task": "inference", "hf_config": config}}
+    assert validator.is_valid(body) is accepted
+    response = client.post("/recommend", json=body)
+    assert response.status_code == (200 if accepted else 422), response.text
+    if not accepted:
+        assert all(
+            error["loc"][:3] == ["body", "workload", "hf_config"] for error in response.json()["detail"]
+        )

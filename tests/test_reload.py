@@ -264,3 +264,29 @@ def test_a_worker_that_cannot_read_the_published_kb_publishes_its_own(
         served: ServedKB = client.app.state.served  # type: ignore[attr-defined]
         assert served.generations.current() == served.advisor.key is not None
         assert served.generations.convergence(served.advisor.key).complete
+
+
+def test_an_unchanged_reload_waits_for_the_workers_still_switching(
+    kb_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two reloads close together on two workers: the second finds the files unchanged while the
+    other worker is still switching to the first's generation. It answers once that worker serves
+    it, not at once with "1 of 2 workers" (a 503 for a reload that succeeds)."""
+    shared = tmp_path / "state"
+    shared.mkdir(mode=0o700)
+    monkeypatch.setenv("GPU_ADVISOR_STATE", str(shared))
+    monkeypatch.setenv("GPU_ADVISOR_WORKERS", "2")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # a live worker pid
+    try:
+        with TestClient(create_app(kb_copy, admin_token=TOKEN)) as client:
+            served: ServedKB = client.app.state.served  # type: ignore[attr-defined]
+            key = served.advisor.key
+            assert key is not None
+            (shared / f"worker-{other.pid}").write_text("the-generation-before")
+            threading.Timer(0.5, (shared / f"worker-{other.pid}").write_text, (key,)).start()
+            reloaded = client.post("/admin/reload", headers=ADMIN)
+            assert reloaded.status_code == 200, reloaded.text
+            assert reloaded.json()["changed"] is False and reloaded.json()["workers"] == 2
+    finally:
+        other.kill()
+        other.wait()

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from cli.main import main
-from engine.answer.charts import Point, break_even, pareto_front
+from engine.answer.chart_data import Point, break_even, pareto_front
 from engine.answer.report import STYLE, report_html
 from engine.models.request import RecommendRequest
 from engine.recommend import Advisor

@@ -10,8 +10,10 @@ import pytest
 from pydantic import ValidationError
 
 from engine.knowledge.paths import PROJECT_ROOT
+from engine.models.free_json import MAX_JSON_DEPTH, MAX_JSON_VALUES
 from engine.models.request import RecommendRequest
 from engine.reasoning.facts import request_facts
+from tests.support_json import SMALL_CONFIG, nested
 
 FACT_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 
@@ -201,3 +203,72 @@ def test_serving_with_only_a_per_user_speed() -> None:
 def test_sgd_with_momentum_is_an_optimizer() -> None:
     body = {"workload": {"task": "full_finetune", "params_b": 1, "optimizer": "sgd_momentum"}}
     assert RecommendRequest.model_validate(body).workload.optimizer == "sgd_momentum"
+
+
+# --- free-form JSON in an hf_config: bounded (engine/models/free_json.py) -----------------------
+
+
+def _with_config(config: dict[str, Any]) -> dict[str, Any]:
+    return {"workload": {"task": "inference", "hf_config": config}}
+
+
+FREE_FORM = [("x",), ("quantization_config",), ("text_config", "x")]
+"""where in an hf_config a free-form value may sit"""
+
+
+def _placed(where: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A config holding `value` at `where`."""
+    if where[0] == "text_config":
+        return {"text_config": _placed(where[1:], value)}
+    return {**SMALL_CONFIG, where[0]: value}
+
+
+@pytest.mark.parametrize("where", FREE_FORM, ids=".".join)
+def test_free_form_json_nests_at_most_32_levels(where: tuple[str, ...]) -> None:
+    """A key the sizing does not read may hold any JSON up to MAX_JSON_DEPTH levels deep (a real
+    config.json nests 3 or 4); one level more is a 422 naming the key, whatever holds it."""
+    RecommendRequest.model_validate(_with_config(_placed(where, nested(MAX_JSON_DEPTH))))
+    with pytest.raises(ValidationError) as raised:
+        RecommendRequest.model_validate(_with_config(_placed(where, nested(MAX_JSON_DEPTH + 1))))
+    (error,) = raised.value.errors()
+    assert error["loc"] == ("workload", "hf_config", *where)
+    assert f"more than {MAX_JSON_DEPTH} levels" in error["msg"]
+
+
+@pytest.mark.parametrize("depth", [300, 5000])
+def test_a_value_hundreds_of_levels_deep_is_refused_without_recursion(depth: int) -> None:
+    """Deeper than Python's recursion limit: the check walks with a stack of its own."""
+    with pytest.raises(ValidationError) as raised:
+        RecommendRequest.model_validate(_with_config({**SMALL_CONFIG, "x": nested(depth)}))
+    assert raised.value.errors()[0]["loc"] == ("workload", "hf_config", "x")
+
+
+def test_free_form_json_holds_at_most_10000_values() -> None:
+    """The list itself counts one value: 9,999 numbers in it make 10,000."""
+    RecommendRequest.model_validate(_with_config({**SMALL_CONFIG, "x": list(range(MAX_JSON_VALUES - 1))}))
+    with pytest.raises(ValidationError) as raised:
+        RecommendRequest.model_validate(_with_config({**SMALL_CONFIG, "x": list(range(MAX_JSON_VALUES))}))
+    assert raised.value.errors()[0]["loc"] == ("workload", "hf_config", "x")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "accepted"),
+    [
+        ("num_hidden_layers", 2.0, True),  # JSON Schema counts 2.0 an integer
+        ("num_hidden_layers", "2", False),
+        ("num_hidden_layers", True, False),
+        ("tie_word_embeddings", 1, False),
+        ("mlp_only_layers", [0.0, 1], True),
+        ("mlp_only_layers", ["0"], False),
+        ("rms_norm_eps", 1, True),
+    ],
+)
+def test_config_keys_take_their_json_types(key: str, value: Any, accepted: bool) -> None:
+    """As the OpenAPI document types them: a string or a boolean is not a number."""
+    body = _with_config({**SMALL_CONFIG, key: value})
+    if accepted:
+        RecommendRequest.model_validate(body)
+        return
+    with pytest.raises(ValidationError) as raised:
+        RecommendRequest.model_validate(body)
+    assert raised.value.errors()[0]["loc"][:3] == ("workload", "hf_config", key)

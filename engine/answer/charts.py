@@ -12,76 +12,26 @@ answer's own figures (`RecommendResponse`), so what the page shows is what the A
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import altair as alt
 import vl_convert
 
-from engine.models.response import Recommendation, RecommendResponse
+from engine.answer.chart_data import (
+    MEMORY_PARTS,
+    break_even,
+    cost_time_points,
+    option_label,
+    pareto_front,
+)
+from engine.models.response import RecommendResponse
 
 WIDTH = 560
-MEMORY_PARTS = (
-    ("weights", "weights_per_gpu_gb"),
-    ("gradients", "gradients_per_gpu_gb"),
-    ("optimizer", "optimizer_per_gpu_gb"),
-    ("activations", "activations_per_gpu_gb"),
-    ("KV cache", "kv_cache_per_gpu_gb"),
-    ("overhead", "overhead_per_gpu_gb"),
-)
-
-
-@dataclass(frozen=True)
-class Point:
-    label: str
-    time: float
-    cost: float
-    acquisition: str
-    rank: int = 0
 
 
 def _data(values: list[dict[str, Any]]) -> Any:
     """Inline rows for a chart (altair's `Data` is untyped)."""
     return alt.Data(values=values)  # type: ignore[no-untyped-call]
-
-
-def option_label(rec: Recommendation) -> str:
-    where = rec.provider or rec.acquisition
-    return f"#{rec.rank} {rec.gpu_count} x {rec.gpu} ({where})"
-
-
-def cost_time_points(answer: RecommendResponse, months: float) -> tuple[list[Point], str, str]:
-    """Each option's (time, cost), and the axis titles: training runs by hours and run cost (else the
-    horizon cost); serving by milliseconds per token and cost per month."""
-    training = answer.requirements.method != "inference"
-    points: list[Point] = []
-    for rec in answer.recommendations:
-        if training:
-            hours = rec.throughput.training_hours
-            cost = rec.cost.run_cost_usd if rec.cost.run_cost_usd is not None else rec.cost.horizon_cost_usd
-            if hours is None:
-                continue
-            points.append(Point(option_label(rec), hours, cost, rec.acquisition, rec.rank))
-        elif rec.throughput.tokens_per_s > 0:
-            cost = rec.cost.horizon_cost_usd / max(1.0, months)
-            points.append(
-                Point(
-                    option_label(rec), 1000.0 / rec.throughput.tokens_per_s, cost, rec.acquisition, rec.rank
-                )
-            )
-    if training:
-        return points, "training run, hours", "run cost, USD"
-    return points, "time per generated token, ms", "cost per month, USD (capex spread over the horizon)"
-
-
-def pareto_front(points: Sequence[Point]) -> list[Point]:
-    """The options no other is both at most as slow and cheaper than, fastest first."""
-    front: list[Point] = []
-    for point in sorted(points, key=lambda p: (p.time, p.cost)):
-        if not front or point.cost < front[-1].cost:
-            front.append(point)
-    return front
 
 
 def cost_time_chart(answer: RecommendResponse, months: float, labelled: int = 5) -> dict[str, Any] | None:
@@ -123,22 +73,6 @@ def cost_time_chart(answer: RecommendResponse, months: float, labelled: int = 5)
         .encode(x="time:Q", y="cost:Q", text="rank:N")
     )
     return dict((line + dots + labels).to_dict())
-
-
-def break_even(
-    answer: RecommendResponse, months: float
-) -> tuple[Recommendation, Recommendation, float | None] | None:
-    """The best bought and the best rented option, and the month from which buying costs less (None
-    when it never does within the horizon)."""
-    bought = next((r for r in answer.recommendations if r.acquisition == "buy"), None)
-    rented = next((r for r in answer.recommendations if r.acquisition == "rent"), None)
-    if bought is None or rented is None:
-        return None
-    saving = rented.cost.monthly_usd - bought.cost.monthly_usd
-    month = bought.cost.capex_usd / saving if saving > 0 else None
-    if month is not None and month > months:
-        month = None
-    return bought, rented, month
 
 
 def break_even_chart(answer: RecommendResponse, months: float) -> dict[str, Any] | None:
@@ -213,6 +147,20 @@ def memory_chart(answer: RecommendResponse) -> dict[str, Any] | None:
         width=WIDTH, height=34 * len(capacity), title="Memory per GPU against the GPU's capacity (black tick)"
     )
     return dict(chart.to_dict())
+
+
+def report_specs(
+    answer: RecommendResponse, months: float, shown: int
+) -> list[tuple[str, dict[str, Any] | None]]:
+    """The report's three charts by name: every option the answer ranks on the cost-time chart (the
+    `shown` first labelled), the `shown` first on the memory chart; None for a chart with nothing to
+    plot."""
+    top = answer.model_copy(update={"recommendations": answer.recommendations[:shown]})
+    return [
+        ("cost-time", cost_time_chart(answer, months, labelled=shown)),
+        ("break-even", break_even_chart(answer, months)),
+        ("memory", memory_chart(top)),
+    ]
 
 
 def svg(spec: dict[str, Any]) -> str:

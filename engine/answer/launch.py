@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from engine.knowledge.text import shown
 from engine.models.kb import Gpu, Provider
 from engine.models.response import Launch, LaunchTool
 
@@ -82,10 +83,13 @@ def run_name(method: str, gpu: str, model: str | None) -> str:
 
 
 def command_comment(method: str, precision: str, gpu_count: int, gpu_name: str, model: str | None) -> str:
-    """The placeholder command: a comment saying what to run."""
+    """The placeholder command: a comment saying what to run, on one line whatever the names hold. It
+    is a shell line (SkyPilot's `run`, dstack's `commands`): a line break in a GPU or model name would
+    end the comment and make the rest a command, so control characters are escaped
+    (engine/knowledge/text.py), as lint refuses them in KB names in the first place."""
     what = COMMAND_WORDS.get(method, method)
     of = f" of {model}" if model else ""
-    return f"# your {what} command{of} here: {precision}, {gpu_count} x {gpu_name}"
+    return shown(f"# your {what} command{of} here: {precision}, {gpu_count} x {gpu_name}")
 
 
 def launch(

@@ -4,7 +4,8 @@ The question as asked, the decision and its runners-up, three charts (engine/ans
 SVG), the rule trace as a numbered list with each rule's title, rationale and sources, the options
 ruled out and why, the assumptions, the warnings, the knowledge-base version and the price dates.
 Every figure is the answer's (`RecommendResponse`); nothing here computes a new one. Text is escaped
-(`html.escape`): a request or KB value never becomes markup.
+(`html.escape`), control characters included (`_html`): a request or KB value never becomes markup,
+and never reorders or hides what is shown.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import json
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from engine.answer.charts import break_even, break_even_chart, cost_time_chart, memory_chart, svg
+from engine.answer.chart_data import break_even
 from engine.answer.explain import money
+from engine.answer.svg_render import RENDERER
+from engine.knowledge.text import shown as escape_controls
 from engine.models.request import RecommendRequest
 from engine.models.response import Recommendation, RecommendResponse
 from engine.models.rule import Rule
@@ -52,28 +55,26 @@ def report_html(
     which the cost-time chart plots all of."""
     months = request.constraints.horizon_months
     top = answer.recommendations[:shown]
-    charts = [
-        ("cost-time", cost_time_chart(answer, months, labelled=shown)),
-        ("break-even", break_even_chart(answer, months)),
-        ("memory", memory_chart(answer.model_copy(update={"recommendations": top}))),
-    ]
+    charts = RENDERER.draw(answer, months, shown)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>gpu-advisor report: {escape(answer.summary[:80])}</title>",
+        f"<title>gpu-advisor report: {_html(answer.summary[:80])}</title>",
         f"<style>{STYLE}</style></head><body>",
         "<h1>Hardware recommendation</h1>",
         _meta(answer),
-        f'<p class="summary">{escape(answer.summary)}</p>',
-        *[f'<p class="warn">{escape(w)}</p>' for w in answer.warnings],
+        f'<p class="summary">{_html(answer.summary)}</p>',
+        *[f'<p class="warn">{_html(w)}</p>' for w in answer.warnings],
         "<h2>The question as asked</h2>",
+        # json.dumps writes every control character inside a string as an escape (ensure_ascii);
+        # the line breaks left are its own indentation
         f"<pre>{escape(json.dumps(request.model_dump(mode='json', exclude_defaults=True), indent=2))}</pre>",
         "<h2>The decision and its runners-up</h2>",
         _options_table(top) if top else "<p>No option meets every constraint.</p>",
         *[_why(rec) for rec in top],
         _relaxation(answer),
         '<section class="charts"><h2>Charts</h2>',
-        *[_figure(name, spec, answer, months) for name, spec in charts],
+        *[_figure(name, drawn, answer, months) for name, drawn in charts],
         "</section>",
         '<section class="trace"><h2>How the rules decided</h2>',
         _trace(answer, rules),
@@ -87,15 +88,22 @@ def report_html(
     return "\n".join(part for part in parts if part) + "\n"
 
 
+def _html(text: str) -> str:
+    """Text as HTML: markup escaped, and control characters written as visible escapes: a bidi
+    override (U+202E) would reorder what the reviewer reads, a NUL or ESC is not text
+    (engine/knowledge/text.py)."""
+    return escape(escape_controls(text))
+
+
 def _meta(answer: RecommendResponse) -> str:
     oldest = (
-        f"; the oldest price used is from {escape(answer.oldest_price_as_of)}"
+        f"; the oldest price used is from {_html(answer.oldest_price_as_of)}"
         if answer.oldest_price_as_of
         else ""
     )
     return (
-        f'<p class="meta">Knowledge base {escape(answer.kb_version)}; cloud prices as of '
-        f"{escape(answer.prices_as_of)}{oldest}. Request {escape(answer.request_id)}.</p>"
+        f'<p class="meta">Knowledge base {_html(answer.kb_version)}; cloud prices as of '
+        f"{_html(answer.prices_as_of)}{oldest}. Request {_html(answer.request_id)}.</p>"
     )
 
 
@@ -121,29 +129,29 @@ def _options_table(recs: Sequence[Recommendation]) -> str:
         if low is not None and high is not None and low != high:
             capex += f" ({_money(low)} to {_money(high)})"
         rows.append(
-            f"<tr><td>{rec.rank}</td><td>{rec.gpu_count} x {escape(rec.gpu_name)}</td><td>{escape(how)}</td>"
-            f"<td>{escape(plan)}</td><td class=num>{rec.memory.per_gpu_gb:.1f} / {rec.vram_per_gpu_gb:g}</td>"
+            f"<tr><td>{rec.rank}</td><td>{rec.gpu_count} x {_html(rec.gpu_name)}</td><td>{_html(how)}</td>"
+            f"<td>{_html(plan)}</td><td class=num>{rec.memory.per_gpu_gb:.1f} / {rec.vram_per_gpu_gb:g}</td>"
             f"<td class=num>{rec.throughput.tokens_per_s:,.0f}</td><td class=num>{capex}</td>"
             f"<td class=num>{_money(rec.cost.monthly_usd)}</td>"
             f"<td class=num>{_money(rec.cost.run_cost_usd)}</td>"
             f"<td class=num>{_money(rec.cost.horizon_cost_usd)}</td>"
-            f"<td>{escape(rec.price_as_of or 'owned')}</td></tr>"
+            f"<td>{_html(rec.price_as_of or 'owned')}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"
 
 
 def _why(rec: Recommendation) -> str:
-    return f"<p><strong>#{rec.rank}.</strong> {escape(rec.why)}</p>"
+    return f"<p><strong>#{rec.rank}.</strong> {_html(rec.why)}</p>"
 
 
 def _relaxation(answer: RecommendResponse) -> str:
     if answer.relaxation is None:
         return ""
-    return f'<p class="warn">Way out: {escape(answer.relaxation.message)}</p>'
+    return f'<p class="warn">Way out: {_html(answer.relaxation.message)}</p>'
 
 
-def _figure(name: str, spec: dict[str, object] | None, answer: RecommendResponse, months: float) -> str:
-    if spec is None:
+def _figure(name: str, drawn: str | None, answer: RecommendResponse, months: float) -> str:
+    if drawn is None:
         reason = {
             "cost-time": "no option has a time to plot",
             "break-even": "the answer has no bought and rented option to compare",
@@ -160,22 +168,22 @@ def _figure(name: str, spec: dict[str, object] | None, answer: RecommendResponse
                 if month is not None
                 else f"Buying does not pay for itself within the {months:g}-month horizon at the stated use."
             )
-    return f'<figure data-chart="{name}">{svg(spec)}<figcaption>{escape(caption)}</figcaption></figure>'
+    return f'<figure data-chart="{name}">{drawn}<figcaption>{_html(caption)}</figcaption></figure>'
 
 
 def _trace(answer: RecommendResponse, rules: Mapping[str, Rule]) -> str:
     items = []
     for step in answer.trace:
         rule = rules.get(step.rule)
-        rationale = f'<div class="rationale">{escape(rule.rationale)}</div>' if rule else ""
+        rationale = f'<div class="rationale">{_html(rule.rationale)}</div>' if rule else ""
         sources = []
         for citation in rule.citations if rule else ():
-            text = escape(citation.source)
-            sources.append(f'<a href="{escape(citation.url)}">{text}</a>' if citation.url else text)
+            text = _html(citation.source)
+            sources.append(f'<a href="{_html(citation.url)}">{text}</a>' if citation.url else text)
         cited = f'<div class="sources">Sources: {"; ".join(sources)}</div>' if sources else ""
         items.append(
-            f'<li id="step-{step.step}"><strong>{escape(step.title)}</strong> '
-            f"<code>{escape(step.rule)}</code><div>{escape(step.message)}</div>{rationale}{cited}</li>"
+            f'<li id="step-{step.step}"><strong>{_html(step.title)}</strong> '
+            f"<code>{_html(step.rule)}</code><div>{_html(step.message)}</div>{rationale}{cited}</li>"
         )
     return f'<ol class="trace">{"".join(items)}</ol>'
 
@@ -184,8 +192,8 @@ def _rejected(answer: RecommendResponse) -> str:
     if not answer.rejected:
         return "<p>Nothing notable was ruled out.</p>"
     rows = "".join(
-        f"<tr><td>{r.gpu_count} x {escape(r.gpu)}</td><td>{escape(r.acquisition)}</td>"
-        f"<td>{escape(r.reason)}</td><td><code>{escape(r.rule)}</code></td></tr>"
+        f"<tr><td>{r.gpu_count} x {_html(r.gpu)}</td><td>{_html(r.acquisition)}</td>"
+        f"<td>{_html(r.reason)}</td><td><code>{_html(r.rule)}</code></td></tr>"
         for r in answer.rejected
     )
     return f"<table><tr><th>option</th><th>how</th><th>why not</th><th>rule</th></tr>{rows}</table>"
@@ -193,7 +201,7 @@ def _rejected(answer: RecommendResponse) -> str:
 
 def _assumptions(answer: RecommendResponse) -> str:
     rows = "".join(
-        f"<tr><td><code>{escape(str(k))}</code></td><td>{escape(str(v))}</td></tr>"
+        f"<tr><td><code>{_html(str(k))}</code></td><td>{_html(str(v))}</td></tr>"
         for k, v in sorted(answer.assumptions.items())
     )
     return f"<table><tr><th>assumption</th><th>value</th></tr>{rows}</table>"

@@ -10,12 +10,22 @@ Why an entry can be trusted:
   checks dates against today), the source of every module under engine/ (any change to what decides
   validity misses the cache) and the versions of the libraries that parse and validate.
 - Only clean results are stored. Each entry carries an HMAC-SHA256 of its key and content under a
-  random secret kept beside the entries, so an entry edited by hand, truncated, or written by other
-  code is not read (RFC 2104; Python's `hmac`).
-- What is read back is validated again by the same pydantic models and put through every check that
-  needs only the entities (references, values, dates); nothing in the cache is executed.
-- The folder must belong to the user running gpu-advisor and must not be writable by others
-  (the test ssh applies to ~/.ssh); otherwise the cache is not used, and a warning says why.
+  random secret kept beside the entries (RFC 2104; Python's `hmac`). The signature tells an entry
+  this code wrote whole from one edited by hand, truncated, damaged, or left by another version; it
+  is not a defence against anyone who can read the folder: with the secret they can sign an entry
+  of their own, and it is accepted.
+- Who can: the folder must belong to the user running gpu-advisor and be writable by no one else
+  (the test ssh applies to ~/.ssh), and it is created private (0700), so only that same user (or
+  root), who could as well edit kb/ itself. A folder others can write to is not used, with a warning.
+- What a forged entry can do is bounded: what is read back is validated again by the same pydantic
+  models (every field has its schema's type and range) and put through every check that needs only
+  the entities (references, values, consistency, text fit to show: `lint.entity_problems`) and the
+  rules' consistency (unique ids, `replaced_by`, text fit to show); nothing in the cache is executed.
+  So a forged entry can at most serve a KB that passes those checks, which that user could as well
+  get by editing kb/. Not checked again are the checks of files as such: an id equal to its file
+  name, no scaffold placeholder, offers equal to a fresh import of data/, dates not after today.
+- The entry and the secret are read only as regular files, no further than a size cap
+  (`snapshot.read_file`): a symlink to /dev/zero or a FIFO is not read, it is a miss.
 
 The cache lives in $GPU_ADVISOR_CACHE, else $XDG_CACHE_HOME/gpu-advisor, else ~/.cache/gpu-advisor;
 GPU_ADVISOR_CACHE=off turns it off. A cache that cannot be read or written is ignored.
@@ -44,7 +54,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from engine.knowledge.kb import KB
-from engine.knowledge.snapshot import Tree
+from engine.knowledge.snapshot import Tree, Unreadable, read_file
+from engine.knowledge.text import text_findings
 from engine.models import kb as kb_models
 from engine.models.kb import Gpu, Host, Interconnect, Model, Offer, Platform, Precision, Provider, Stack
 from engine.models.rule import Rule
@@ -55,6 +66,8 @@ FORMAT = "3"
 MAGIC = f"gpu-advisor-cache {FORMAT}\n".encode()
 SECRET_FILE = "secret"
 SECRET_BYTES = 32
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+"""An entry holds the whole KB as JSON, about 1.3 MB today: one far larger is not read into memory."""
 STALE_TEMP_SECONDS = 600
 """A temporary file this old was left by a writer that died mid-write (a live one renames it at once)."""
 LIBRARIES = ("pydantic", "pydantic-core", "PyYAML")
@@ -170,8 +183,10 @@ def load(key: str, kb_root: Path, folder: Path | None = None) -> CheckedKB | Non
     folder = usable_dir(folder)
     if folder is None:
         return None
+    raw = read_file(folder / entry_name(key), MAX_ENTRY_BYTES)
+    if isinstance(raw, Unreadable):
+        return None
     try:
-        raw = (folder / entry_name(key)).read_bytes()
         secret = _secret(folder, create=False)
     except OSError:
         return None
@@ -246,18 +261,18 @@ def _secret(folder: Path, create: bool) -> bytes:
     """The folder's HMAC secret; with `create`, a new one when there is none or it is damaged (which
     makes every entry already there unreadable, as it should)."""
     path = folder / SECRET_FILE
-    try:
-        secret = path.read_bytes()
-    except FileNotFoundError:
-        secret = b""
-    if len(secret) == SECRET_BYTES:
+    secret = read_file(path, SECRET_BYTES)
+    if isinstance(secret, bytes) and len(secret) == SECRET_BYTES:
         return secret
     if not create:
         raise OSError("no usable cache secret")
     with tempfile.NamedTemporaryFile("wb", dir=folder, delete=False, suffix=".tmp") as handle:
         handle.write(secrets.token_bytes(SECRET_BYTES))  # NamedTemporaryFile is mode 0600
     Path(handle.name).replace(path)
-    return path.read_bytes()  # a writer racing this one may have won: use what is there now
+    secret = read_file(path, SECRET_BYTES)  # a writer racing this one may have won: use what is there now
+    if isinstance(secret, Unreadable):
+        raise OSError(secret.errno, secret.reason)
+    return secret
 
 
 def _mac(secret: bytes, key: str, payload: bytes) -> str:
@@ -274,5 +289,10 @@ def _verified(raw: bytes, key: str, secret: bytes) -> bytes | None:
 
 
 def _rules_consistent(rules: tuple[Rule, ...]) -> bool:
+    """What the rules reader checks beyond the schema: unique ids, known `replaced_by`, clean text."""
     ids = {rule.id for rule in rules}
-    return len(ids) == len(rules) and all(r.replaced_by is None or r.replaced_by in ids for r in rules)
+    return (
+        len(ids) == len(rules)
+        and all(r.replaced_by is None or r.replaced_by in ids for r in rules)
+        and not any(finding for rule in rules for finding in text_findings(rule))
+    )

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from engine.knowledge.documents import ReadError, read_yaml_mapping
 from engine.knowledge.snapshot import Tree
+from engine.knowledge.text import shown, text_findings
 from engine.models.importer import ImportConfig, Override
 from engine.models.kb import Gpu, Offer, Provider
 
@@ -182,22 +183,29 @@ def build_offers(
     files: dict[str, str] = {}
     offers: dict[str, Offer] = {}
     for offer_id, draft in sorted(drafts.items()):
-        try:
-            offer = Offer.model_validate(draft.fields)
-        except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            skipped.append(
-                Skipped(
-                    draft.source,
-                    draft.fields["instance_type"],
-                    draft.fields["gpu"],
-                    f"invalid offer: {'.'.join(map(str, first['loc']))}: {first['msg']}",
-                )
-            )
+        offer = _validated(draft)
+        if isinstance(offer, Skipped):
+            skipped.append(offer)
             continue
         files[offer_id] = _render(offer, draft.source)
         offers[offer_id] = offer
     return ImportResult(files, tuple(sorted(skipped, key=lambda s: (s.source, s.instance_type))), offers)
+
+
+def _validated(draft: Draft) -> Offer | Skipped:
+    """The offer a draft makes, or why none: it fails the schema, or holds text lint refuses (a
+    control character from the CSV would reach the YAML, the docs' tables and the terminal)."""
+    try:
+        offer = Offer.model_validate(draft.fields)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        reason = f"invalid offer: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+    else:
+        finding = next(text_findings(offer), None)
+        if finding is None:
+            return offer
+        reason = f"invalid offer: {finding[1]}"
+    return Skipped(draft.source, draft.fields["instance_type"], draft.fields["gpu"], reason)
 
 
 def write_offers(result: ImportResult, offers_dir: Path) -> tuple[int, int]:
@@ -242,14 +250,16 @@ def report_markdown(result: ImportResult) -> str:
         "|---|---|---|---|",
     ]
     lines += [
-        f"| {s.source} | {_cell(s.instance_type)} | {_cell(s.accelerator)} | {_cell(s.reason)} |"
+        f"| {_cell(s.source)} | {_cell(s.instance_type)} | {_cell(s.accelerator)} | {_cell(s.reason)} |"
         for s in result.skipped
     ]
     return "\n".join(lines) + "\n"
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|") or "(none)"
+    """Text from the snapshot as one Markdown table cell: control characters escaped (a newline would
+    end the row), `|` escaped (it would end the cell)."""
+    return shown(text).replace("|", "\\|") or "(none)"
 
 
 def _load_config(tree: Tree, path: Path) -> ImportConfig:

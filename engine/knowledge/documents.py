@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from engine.knowledge.snapshot import Tree
+from engine.knowledge.snapshot import Tree, Unreadable, read_file
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """LibYAML's safe loader when PyYAML was built with it (10x faster), else the pure-Python one."""
@@ -78,25 +78,30 @@ class ReadError:
 
 def read_yaml_mapping(path: Path, display: str, tree: Tree | None = None) -> Document | ReadError:
     """Parse `path` as a single YAML mapping, or say precisely why it cannot be. With `tree`, the
-    bytes are the ones the tree read (see engine/knowledge/snapshot.py), not the disk's now."""
-    try:
-        if tree is None and path.stat().st_size > MAX_FILE_BYTES:
-            return _too_large(path.stat().st_size)
-        raw = tree.read_bytes(path) if tree is not None else path.read_bytes()
-    except OSError as exc:
-        return ReadError(
-            0, "read", f"cannot read file: {exc.strerror or exc}", "check the file's permissions"
-        )
+    bytes are the ones the tree read (see engine/knowledge/snapshot.py), not the disk's now; either
+    way only a regular file is read, and no further than the size limit. A file refused says why,
+    never what it holds."""
+    raw = tree.content(path) if tree is not None else read_file(path, MAX_FILE_BYTES)
+    if isinstance(raw, Unreadable):
+        return _unreadable(raw)
     if len(raw) > MAX_FILE_BYTES:
         return _too_large(len(raw))
     return parse_yaml_mapping(raw, path, display)
+
+
+def _unreadable(found: Unreadable) -> ReadError:
+    if found.check == "size":
+        return _too_large(found.size)
+    if found.check == "read":
+        return ReadError(0, "read", f"cannot read file: {found.reason}", found.fix)
+    return ReadError(0, found.check, found.reason, found.fix)
 
 
 def _too_large(size: int) -> ReadError:
     return ReadError(
         0,
         "size",
-        f"file is {size:,} bytes (limit {MAX_FILE_BYTES:,})",
+        f"larger than {MAX_FILE_BYTES:,} bytes ({size:,})",
         "a KB file holds one entity; split or trim it",
     )
 

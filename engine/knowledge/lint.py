@@ -2,7 +2,8 @@
 
 Checks: the file-level ones from `engine.knowledge.kb` (yaml, encoding, size, empty, duplicate-key, type,
 missing-field, unknown-key, value, range, sources, id-stem, duplicate-id, reference, layout,
-file-name) and the value-level ones here (date, range, consistency, host, generated).
+file-name, and, for a file the reader refuses, symlink, file-type and size) and the value-level ones
+here (date, range, consistency, host, text, generated).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from engine.knowledge.names import normal_name
 from engine.knowledge.paths import display_path
 from engine.knowledge.problems import KBInvalid, Problem
 from engine.knowledge.snapshot import Tree
+from engine.knowledge.text import text_findings
 from engine.models.kb import KIND_MODELS, Entity, Gpu, Host, Interconnect, Model, Offer
 
 _NO_BANDWIDTH_KINDS = ("none", "unified")
@@ -70,7 +72,7 @@ def entity_problems(kb: KB) -> list[Problem]:
 
 def value_problems(kb: KB, today: date | None) -> Iterator[Problem]:
     """Values that are well-typed but wrong: dates after `today` (unless None), dense > sparse,
-    inconsistent links."""
+    inconsistent links, control characters in text (engine/knowledge/text.py)."""
     for kind in KIND_MODELS:
         for entity_id, entity in kb.of_kind(kind).items():
             for loc, message, check, fix in _entity_findings(kb, entity, today):
@@ -97,6 +99,7 @@ Finding = tuple[Loc, str, str, str]
 
 
 def _entity_findings(kb: KB, entity: Entity, today: date | None) -> Iterator[Finding]:
+    yield from text_findings(entity)
     if today is not None:
         for loc, value in _dates(entity, ()):
             if value > today:

@@ -25,8 +25,10 @@ def data_dir() -> Path:
 
 def display_path(path: Path, anchor: Path) -> str:
     """A path as a user should see it: relative to the working directory when it is below it,
-    else relative to `anchor` (e.g. the folder holding kb/), so no machine path is shown."""
-    resolved = path.resolve()
+    else relative to `anchor` (e.g. the folder holding kb/), so no machine path is shown. The file's
+    own name is kept as it is: a symlink is named, not the file it points to (which may lie outside
+    the KB and is nobody's business)."""
+    resolved = path.parent.resolve() / path.name
     for base in (Path.cwd().resolve(), anchor.resolve()):
         if resolved.is_relative_to(base):
             return resolved.relative_to(base).as_posix()

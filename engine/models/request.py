@@ -9,8 +9,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.config import JsonDict
+
+from engine.models.free_json import LIMITS, FreeJson, bounded
+from engine.models.hf_config_schema import hf_config_schema
 
 Task = Literal["inference", "pretrain", "full_finetune", "lora", "qlora"]
 WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
@@ -205,52 +217,66 @@ def _size(upper: int, description: str) -> Any:
     return Field(None, ge=1, le=upper, description=description)
 
 
-class HfConfig(BaseModel):
-    """The fields of a Hugging Face `config.json` the sizing reads, under their own names; any other
-    key is ignored (the response's `assumptions` lists the ones used). A vision-language config's
-    language model may sit under `text_config`. Nothing is downloaded: paste the file's contents."""
+def _whole(value: Any) -> Any:
+    """8.0 as 8 (JSON Schema counts it an integer); anything else as it is, for strict validation."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
-    model_config = ConfigDict(
-        extra="allow",
-        frozen=True,
-        # the sizes the sizing cannot do without, here or in the language model's text_config
-        json_schema_extra={
-            "anyOf": [
-                {"required": ["num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size"]},
-                {"required": ["text_config"], "properties": {"text_config": {"type": "object"}}},
-            ]
-        },
-    )
+
+LayerIndex = Annotated[int, Field(ge=0, le=1000), BeforeValidator(_whole)]
+Epsilon = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class HfConfigKeys(RequestModel):
+    """The keys of a Hugging Face `config.json` the sizing reads, under their own names, at one level
+    (a config, or the `text_config` inside one); any other key is ignored, given it is JSON at most
+    32 levels deep and 10,000 values large (engine/models/free_json.py)."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, FreeJson] = Field(init=False)  # each ignored key, bounded
 
     model_type: Annotated[str, Field(max_length=100)] | None = Field(
         None, description="e.g. llama, qwen3, qwen3_moe, mixtral, gemma3_text, deepseek_v3, gpt_oss"
     )
     num_hidden_layers: int | None = _size(1000, "transformer layers")
     hidden_size: int | None = _size(1_000_000, "model width")
-    num_attention_heads: int | None = _size(10_000, "attention heads")
-    num_key_value_heads: int | None = _size(10_000, "key/value heads (absent: num_attention_heads)")
+    num_attention_heads: int | None = _size(
+        10_000, "attention heads; without head_dim, hidden_size must be a multiple of it"
+    )
+    num_key_value_heads: int | None = _size(
+        10_000, "key/value heads; num_attention_heads must be a multiple of it (absent: num_attention_heads)"
+    )
     head_dim: int | None = _size(10_000, "width of one head (absent: hidden_size / heads)")
-    intermediate_size: int | None = _size(10_000_000, "MLP width (Llama 4: of each expert)")
+    intermediate_size: int | None = _size(
+        10_000_000,
+        "MLP width (Llama 4: of each expert); absent: 4 x hidden_size for a two-matrix MLP, else "
+        "8/3 x hidden_size rounded up to a multiple of 256 (Llama's), listed in `assumptions`",
+    )
     intermediate_size_mlp: int | None = _size(10_000_000, "Llama 4: dense MLP width")
     moe_intermediate_size: int | None = _size(10_000_000, "MoE: width of each expert")
     vocab_size: int | None = _size(10_000_000, "vocabulary size")
-    max_position_embeddings: int | None = _size(100_000_000, "longest context, tokens")
+    max_position_embeddings: int | None = _size(
+        100_000_000,
+        "longest context, tokens; absent with learned positions (BERT, GPT-2, OPT): the size of the "
+        "table transformers' config class defaults to, listed in `assumptions`",
+    )
     tie_word_embeddings: bool | None = Field(None, description="output head shares the embedding")
     attention_bias: bool | None = Field(None, description="biases on the attention projections")
     num_local_experts: int | None = _size(100_000, "MoE experts (Mixtral, gpt-oss, Llama 4)")
     num_experts: int | None = _size(100_000, "MoE experts (Qwen MoE)")
     n_routed_experts: int | None = _size(100_000, "MoE routed experts (DeepSeek)")
-    num_experts_per_tok: int | None = _size(100_000, "experts each token is routed to")
+    num_experts_per_tok: int | None = _size(
+        100_000, "experts each token is routed to; an MoE needs it, at most its experts"
+    )
     n_shared_experts: Annotated[int, Field(ge=0, le=1000)] | None = Field(None, description="shared experts")
     first_k_dense_replace: Annotated[int, Field(ge=0, le=1000)] | None = Field(
         None, description="DeepSeek: leading layers with a dense MLP"
     )
     interleave_moe_layer_step: int | None = _size(1000, "Llama 4: every n-th layer is MoE")
-    mlp_only_layers: list[Annotated[int, Field(ge=0, le=1000)]] | None = Field(
-        None, description="Qwen MoE: layers with a dense MLP"
-    )
+    mlp_only_layers: list[LayerIndex] | None = Field(None, description="Qwen MoE: layers with a dense MLP")
     decoder_sparse_step: int | None = _size(1000, "Qwen MoE: every n-th layer is MoE")
-    kv_lora_rank: int | None = _size(100_000, "MLA: cached key-value latent")
+    kv_lora_rank: int | None = _size(
+        100_000, "MLA: cached key-value latent; needs qk_rope_head_dim, qk_nope_head_dim, v_head_dim"
+    )
     q_lora_rank: int | None = _size(100_000, "MLA: query latent")
     qk_rope_head_dim: int | None = _size(10_000, "MLA: rotary part of a head")
     qk_nope_head_dim: int | None = _size(10_000, "MLA: non-rotary part of a head")
@@ -261,19 +287,32 @@ class HfConfig(BaseModel):
     layer_types: list[Annotated[str, Field(max_length=50)]] | None = Field(
         None, description="per layer: sliding_attention | full_attention (newer configs)"
     )
-    rms_norm_eps: float | None = Field(None, description="present: RMSNorm")
-    layer_norm_eps: float | None = Field(None, description="present: LayerNorm")
-    layer_norm_epsilon: float | None = Field(None, description="present: LayerNorm")
+    rms_norm_eps: Epsilon | None = Field(None, description="present: RMSNorm")
+    layer_norm_eps: Epsilon | None = Field(None, description="present: LayerNorm")
+    layer_norm_epsilon: Epsilon | None = Field(None, description="present: LayerNorm")
     hidden_act: Annotated[str, Field(max_length=50)] | None = Field(
         None, description="the MLP's activation (read for nothing: the MLP's kind follows model_type)"
     )
     torch_dtype: Annotated[str, Field(max_length=30)] | None = Field(
         None, description="the checkpoint's dtype: bfloat16, float16, float32"
     )
-    quantization_config: dict[str, Any] | None = Field(
-        None, description="quant_method fp8 or mxfp4 gives the checkpoint's precision"
+    quantization_config: Annotated[dict[str, Any], AfterValidator(bounded)] | None = Field(
+        None, description=f"quant_method fp8 or mxfp4 gives the checkpoint's precision; {LIMITS}"
     )
-    text_config: HfConfig | None = Field(None, description="vision-language models: the language model's")
+
+
+class HfConfig(HfConfigKeys):
+    """A Hugging Face `config.json`, pasted (nothing is downloaded): the keys above, or for a
+    vision-language model its language model's under `text_config`. What the sizing needs is in the
+    JSON Schema (engine/models/hf_config_schema.py); what relates two values, in the descriptions."""
+
+    model_config = ConfigDict(json_schema_extra=hf_config_schema())
+
+    text_config: HfConfigKeys | None = Field(
+        None,
+        description="vision-language models: the language model's config, read when the config itself "
+        "gives no num_hidden_layers",
+    )
 
 
 class Workload(RequestModel):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.knowledge.kb import KB
+from engine.knowledge.snapshot import Unreadable, read_file
 from engine.models.calibration import CalibrationFile, DecodeRun, TrainingRun
 from engine.models.request import RecommendRequest
 from engine.planning.memory import INFERENCE_CONTEXT_BYTES, Layout, per_gpu
@@ -131,8 +132,11 @@ def from_measurement_script(raw: dict[str, object], file_date: str) -> dict[str,
 
 def load(path: Path) -> CalibrationFile:
     """A calibration file, validated (ValueError naming the file and the field when it is not)."""
+    content = read_file(path)  # a regular file under the size cap: a FIFO in data/ must not hang `kb docs`
+    if isinstance(content, Unreadable):
+        raise ValueError(f"{path.name}: {content.reason}")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(content.decode("utf-8"))
         # files are named <device>-YYYY-MM-DD.json
         document = from_measurement_script(raw, path.stem[-10:]) if isinstance(raw, dict) else raw
         return CalibrationFile.model_validate(document)

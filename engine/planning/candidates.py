@@ -167,22 +167,53 @@ def options(graph: KBGraph, ctx: Context, gpu_count: int | None = None) -> Itera
     """Every option, in a fixed order (GPUs by id, then owned, bought, rented)."""
     for gpu_id in sorted(graph.kb.gpus):
         gpu = graph.kb.gpus[gpu_id]
-        named = {count for g, count in ctx.extra_counts if g == gpu_id} | (
-            {gpu_count} if gpu_count else set()
-        )
-        yield from _owned(graph, ctx, gpu, named)
-        yield from _bought(graph, ctx, gpu, named)
-        yield from _rented(graph, ctx, gpu)
+        named = named_counts(ctx, gpu_id, gpu_count)
+        yield from owned_options(graph, ctx, gpu, named)
+        yield from bought_options(graph, ctx, gpu, named)
+        yield from rented_options(graph, ctx, gpu)
 
 
-def _owned(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:
+def named_counts(ctx: Context, gpu_id: str, gpu_count: int | None) -> set[int]:
+    """The GPU counts a request names for `gpu_id` (its target hardware, a fixed gpu_count)."""
+    return {count for g, count in ctx.extra_counts if g == gpu_id} | ({gpu_count} if gpu_count else set())
+
+
+# What each part of a GPU's options depends on, as a key: requests that differ elsewhere (another
+# GPU owned, another provider allowed that rents something else) share the same options. The keys
+# name only what the functions below read of the context.
+
+
+def bought_key(ctx: Context, gpu: Gpu, named: set[int]) -> tuple[object, ...]:
+    """What `bought_options` reads: the OS, whether the vendor is allowed, the counts named beyond
+    the ones always listed, and the free slots that can take the cards (PCIe cards only)."""
+    always = (1,) if gpu.sold_as == "machine" else SERVER_COUNTS if gpu.sold_as == "server" else CARD_COUNTS
+    listed = set(always)
+    extra = () if gpu.sold_as == "machine" else tuple(sorted(named - listed))
+    slots = min(ctx.free_slots, max(listed | named)) if gpu.form_factor == "pcie" else 0
+    return ("buy", gpu.id, ctx.os, _vendor_allowed(ctx, gpu), extra, slots)
+
+
+def rented_key(graph: KBGraph, ctx: Context, gpu: Gpu) -> tuple[object, ...]:
+    """What `rented_options` reads: spot or not, whether the vendor is allowed, and which of the
+    providers renting this GPU are allowed."""
+    providers = None
+    if ctx.providers is not None:
+        providers = frozenset(o.provider for o in graph.offers_for_gpu(gpu.id) if o.provider in ctx.providers)
+    return ("rent", gpu.id, ctx.spot, _vendor_allowed(ctx, gpu), providers)
+
+
+def _vendor_allowed(ctx: Context, gpu: Gpu) -> bool:
+    return ctx.vendors is None or gpu.vendor in ctx.vendors
+
+
+def owned_options(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:
     have = dict(ctx.owned).get(gpu.id, 0)
     for count in sorted({c for c in (*CARD_COUNTS, *named) if c <= have} | ({have} if have else set())):
         placed = placement(graph.hosts_for(gpu.id), count, "new") if gpu.sold_as != "machine" else None
         yield _local(graph, ctx, gpu, count, "owned", "owned", None, placed)
 
 
-def _bought(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:
+def bought_options(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:
     if gpu.sold_as == "cloud-only":
         return
     if gpu.sold_as == "machine":
@@ -289,7 +320,7 @@ def _local(
     )
 
 
-def _rented(graph: KBGraph, ctx: Context, gpu: Gpu) -> Iterator[Option]:
+def rented_options(graph: KBGraph, ctx: Context, gpu: Gpu) -> Iterator[Option]:
     stacks = [stack for stack in RENTED_STACKS if stack in gpu.platforms] or list(gpu.platforms)
     for offer in graph.offers_for_gpu(gpu.id):
         prices = [("on_demand", offer.on_demand_usd_per_hour)]
@@ -382,7 +413,7 @@ def _option(
         "acquisition": acquisition,
         "price_kind": price_kind,
         "pricing": pricing,
-        "vendor_allowed": ctx.vendors is None or gpu.vendor in ctx.vendors,
+        "vendor_allowed": _vendor_allowed(ctx, gpu),
         "provider_allowed": acquisition != "rent"
         or ctx.providers is None
         or (offer is not None and offer.provider in ctx.providers),

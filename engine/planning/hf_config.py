@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.models.request import MAX_PARAMS_B, HfConfig
+from engine.models.request import MAX_PARAMS_B, HfConfig, HfConfigKeys
 from engine.sizing import TransformerShape, active_params, shape_from_architecture, total_params
 
 ENCODERS = frozenset({"bert", "roberta", "xlm-roberta", "distilbert", "electra", "mpnet", "camembert"})
@@ -21,7 +21,11 @@ DENSE_MLP = ENCODERS | {"gpt2", "opt", "gpt_neox", "gptj", "phi", "bloom", "falc
 """two-matrix MLPs; every other model type is taken as gated (SwiGLU/GeGLU), as decoders since Llama are"""
 LAYER_NORM = DENSE_MLP
 """LayerNorm when the config gives no *_norm_eps key"""
-LEARNED_POSITIONS = ENCODERS | {"gpt2", "opt"}
+LEARNED_POSITIONS = {**dict.fromkeys(ENCODERS, 512), "gpt2": 1024, "opt": 2048}
+"""model types with a learned position table, and the rows it has when a config leaves
+max_position_embeddings out: the default of the model's transformers config class (BertConfig,
+RobertaConfig, XLMRobertaConfig, DistilBertConfig, ElectraConfig, MPNetConfig, CamembertConfig:
+512; GPT2Config.n_positions: 1024; OPTConfig: 2048), which is what transformers loads such a file with"""
 QK_NORM = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"})
 """an RMSNorm over each head's queries and keys (`q_norm`, `k_norm` in the modelling code)"""
 FOUR_NORMS = frozenset({"gemma2", "gemma3", "gemma3_text"})
@@ -125,12 +129,14 @@ def from_hf_config(config: HfConfig) -> FromHfConfig:
     )
     arch["vocab_size"] = vocab
     positions = take("max_position_embeddings")
+    if kind_name in LEARNED_POSITIONS and not isinstance(positions, int):
+        positions = LEARNED_POSITIONS[kind_name]
+        notes.append(
+            f"max_position_embeddings absent: {positions}, the size of {kind_name}'s learned position "
+            "table in its transformers config class"
+        )
     arch["max_position_embeddings"] = positions if isinstance(positions, int) else 2048
     arch["position_embedding"] = "learned" if kind_name in LEARNED_POSITIONS else "rope"
-    if kind_name in LEARNED_POSITIONS and not isinstance(positions, int):
-        raise ValueError(
-            f"hf_config lacks {prefix}max_position_embeddings, which a learned position table needs"
-        )
     tied = take("tie_word_embeddings")
     if tied is None and c is not config:
         tied = config.tie_word_embeddings
@@ -231,9 +237,27 @@ def _mlp(r: _Reader, arch: dict[str, object], layers: int, kind: str, notes: lis
             inner = expert_inner
     elif arch["mlp"] == "gated" and kind and kind not in DENSE_MLP and not _known(kind):
         notes.append(f"model_type {kind!r}: a gated (SwiGLU) MLP is assumed")
-    if not isinstance(inner, int):
-        raise ValueError("hf_config lacks intermediate_size, which the sizing needs")
+    hidden = arch["hidden_size"]
+    if not isinstance(inner, int) and isinstance(hidden, int):
+        dense = arch["mlp"] == "dense"
+        inner = default_intermediate_size(hidden, dense=dense)
+        how = "4 x hidden_size" if dense else "8/3 x hidden_size rounded up to a multiple of 256 (Llama's)"
+        notes.append(f"intermediate_size absent: {inner}, {how}")
     arch["intermediate_size"] = inner
+
+
+GATED_MLP_MULTIPLE = 256
+"""Llama's gated MLP width is 8/3 of the model's, rounded up to a multiple of this (Meta's reference
+model.py, FeedForward, `multiple_of=256`): 11,008 for Llama 2 7B's 4,096, also LlamaConfig's default"""
+
+
+def default_intermediate_size(hidden: int, *, dense: bool) -> int:
+    """The MLP width a config leaves out: 4 h for a two-matrix MLP (Vaswani et al. 2017, Sec. 3.3,
+    d_ff = 4 d_model; GPT2Config.n_inner None means 4 n_embd), else SwiGLU's 2/3 of that (Shazeer
+    2020, arXiv 2002.05202, Sec. 2), rounded up as Llama rounds it."""
+    if dense:
+        return 4 * hidden
+    return -(-int(2 * 4 * hidden / 3) // GATED_MLP_MULTIPLE) * GATED_MLP_MULTIPLE
 
 
 def _moe_layers(r: _Reader, layers: int) -> int:
@@ -276,7 +300,7 @@ def _window(r: _Reader, arch: dict[str, object], layers: int, kind: str) -> None
             arch["sliding_window_layers"] = local
 
 
-def _precision(config: HfConfig, c: HfConfig) -> str | None:
+def _precision(config: HfConfig, c: HfConfigKeys) -> str | None:
     quant = config.quantization_config or c.quantization_config or {}
     method = quant.get("quant_method")
     if isinstance(method, str) and method in QUANTIZED:

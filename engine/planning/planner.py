@@ -20,6 +20,7 @@ from engine.models.attributes import PLAN_ATTRIBUTES
 from engine.models.kb import Gpu
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
+from engine.planning import deadline
 from engine.planning.candidates import Option
 from engine.planning.economics import Costs, Usage, costs, spend, usage
 from engine.planning.memory import Breakdown, Layout, Split, per_gpu, reported_bytes, serving_budget
@@ -374,6 +375,7 @@ class Planner:
 
     def plan_screened(self, option: Option) -> Candidate | Rejection | None:
         """`plan` for an option that has passed `screen`."""
+        deadline.check()  # the unit of a search's work: a request past its time limit stops here
         capacity = _number(option.attrs["vram_per_gpu_gb"])
         usable = self.usable_on(option.gpu)
         first: Rejection | None = None

@@ -5,20 +5,38 @@ the search for a way out once one rule is lifted. It sizes nothing itself: each 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from engine.knowledge.graph import KBGraph
 from engine.models.attributes import PLAN_ATTRIBUTES
-from engine.planning.candidates import Context, Option, options
+from engine.planning.bounded_cache import REFERENCE_BYTES, BoundedCache, weigh_references
+from engine.planning.candidates import (
+    Context,
+    Option,
+    bought_key,
+    bought_options,
+    named_counts,
+    owned_options,
+    rented_key,
+    rented_options,
+)
 from engine.planning.measures import complexity_of, preference_factor
 from engine.planning.memory import Layout
 from engine.planning.performance import method_utilization, training_flops, training_peak_flops
 from engine.planning.planner import Candidate, Planner, Rejection
 from engine.reasoning.policy import Filter
 
-OPTION_CACHE_SIZE = 256
+OPTION_BYTES = 2100
+"""an option's memory, its attributes included (measured with tracemalloc over the embedded KB's 1,377)"""
+REJECTION_BYTES = 400
+"""a hardware filter's rejection: its rule, message and option"""
+SLICE_CACHE_BYTES = 48 * 2**20
+"""the options themselves, per GPU and what they depend on: about 16 contexts' worth, shared by all"""
+LIST_CACHE_BYTES = 8 * 2**20
+"""each cache of what is built from shared options (lists, price groups, screens)"""
 Measure = Callable[[Candidate, str, float | None], float]
 """an objective's measure of a candidate, lower is better (`ranking.measure`)"""
 
@@ -33,14 +51,21 @@ class Grouped(NamedTuple):
 
 
 class GroupScreen(NamedTuple):
+    """A price group's verdict, for a group some filter rejects (one that passes has none: screens
+    are cached, and thousands of objects for verdicts that say nothing would cost memory and GC time)."""
+
     shared: Rejection | None
     """the rejection of the whole group by a filter on what its options share"""
-    own: tuple[tuple[Option, Rejection | None], ...]
-    """otherwise each option, cheapest first, with its rejection by a filter on what varies"""
+    own: tuple[Rejection | None, ...]
+    """otherwise, for each option of the group (cheapest first), its rejection by a filter on what
+    varies"""
 
 
 class Screened(NamedTuple):
-    groups: tuple[GroupScreen, ...]
+    groups: tuple[tuple[Option, ...], ...]
+    """the price groups (`Grouped.groups`, the same tuple)"""
+    verdicts: tuple[GroupScreen | None, ...]
+    """each group's verdict, None when no filter rejects any of its options"""
     rejections: tuple[Rejection, ...]
     """every rejection when no count or budget filter applies"""
     cheapest: tuple[Option, ...]
@@ -60,9 +85,22 @@ class Searcher:
     def __init__(self, graph: KBGraph, measure: Measure) -> None:
         self.graph = graph
         self.measure = measure
-        self._options: dict[tuple[Context, int | None], tuple[Option, ...]] = {}
-        self._groups: dict[tuple[Context, int | None], Grouped] = {}
-        self._screens: dict[tuple[Context, int | None, tuple[object, ...]], Screened] = {}
+        self._gpus = tuple(graph.kb.gpus[gpu_id] for gpu_id in sorted(graph.kb.gpus))
+        # Every cache is bounded by the memory it holds (engine/planning/bounded_cache.py). The options
+        # are made once per GPU and what they depend on (`bought_key`, `rented_key`); everything
+        # else holds references to them.
+        self._slices: BoundedCache[tuple[object, ...], tuple[Option, ...]] = BoundedCache(
+            SLICE_CACHE_BYTES, lambda options: OPTION_BYTES * len(options)
+        )
+        self._options: BoundedCache[tuple[Context, int | None], tuple[Option, ...]] = BoundedCache(
+            LIST_CACHE_BYTES, weigh_references
+        )
+        self._groups: BoundedCache[tuple[Context, int | None], Grouped] = BoundedCache(
+            LIST_CACHE_BYTES, _weigh_grouped
+        )
+        self._screens: BoundedCache[tuple[Context, int | None, tuple[object, ...]], Screened] = BoundedCache(
+            LIST_CACHE_BYTES, _weigh_screened
+        )
 
     def search(self, planner: Planner, ctx: Context, gpu_count: int | None) -> Search:
         """Plan every option that passes the hardware filters. Options that differ only in price are
@@ -81,7 +119,7 @@ class Searcher:
                 self._plan_into(planner, option, found, rejected)
         screens = self.screened_groups(planner, ctx, gpu_count)
         if planner.early_filters:
-            cheapest = _cheapest_passing(screens.groups, rejected, planner.screen_early)
+            cheapest = _cheapest_passing(screens.groups, screens.verdicts, rejected, planner.screen_early)
         else:
             rejected.extend(screens.rejections)
             cheapest = list(screens.cheapest)
@@ -92,23 +130,26 @@ class Searcher:
         """The price groups of a context judged by the hardware filters: built once per context and
         set of filters (hardware filters read only the KB's attributes, so their verdicts, unlike
         the count and budget filters', do not depend on the request)."""
-        key = (ctx, gpu_count, tuple(_filter_key(f) for f in planner.option_filters))
+        # Owned hardware stands alone, outside the price groups: requests that differ only in it
+        # share the groups' screens.
+        grouped_ctx = dataclasses.replace(ctx, owned=())
+        key = (grouped_ctx, gpu_count, tuple(_filter_key(f) for f in planner.option_filters))
         found = self._screens.get(key)
         if found is None:
-            if len(self._screens) >= OPTION_CACHE_SIZE:
-                self._screens.clear()
-            _, groups, varying = self.grouped_options(ctx, gpu_count)
+            _, groups, varying = self.grouped_options(grouped_ctx, gpu_count)
             shared_filters, own_filters = planner.split_option_filters(varying)
-            screens: list[GroupScreen] = []
+            verdicts: list[GroupScreen | None] = []
             for group in groups:
                 # Filters on what a group's options share judge the group once, by its cheapest;
                 # filters on what varies judge each option.
                 shared = planner.screen(group[0], shared_filters, early=False)
-                own = () if shared else tuple((o, planner.screen(o, own_filters, early=False)) for o in group)
-                screens.append(GroupScreen(shared, own))
+                own = () if shared else tuple(planner.screen(o, own_filters, early=False) for o in group)
+                rejects = shared is not None or any(verdict is not None for verdict in own)
+                verdicts.append(GroupScreen(shared, own) if rejects else None)
             rejections: list[Rejection] = []
-            cheapest = _cheapest_passing(screens, rejections, None)
-            found = self._screens[key] = Screened(tuple(screens), tuple(rejections), tuple(cheapest))
+            cheapest = _cheapest_passing(groups, verdicts, rejections, None)
+            found = Screened(groups, tuple(verdicts), tuple(rejections), tuple(cheapest))
+            self._screens.put(key, found)
         return found
 
     def search_options(self, planner: Planner, options: Iterable[Option]) -> Search:
@@ -177,23 +218,44 @@ class Searcher:
                     best[key] = value if held is None else min(held, value)
 
     def options(self, ctx: Context, gpu_count: int | None) -> tuple[Option, ...]:
-        """The options for a context, built once per distinct context (a bounded cache)."""
-        key = (ctx, gpu_count)
-        found = self._options.get(key)
-        if found is None:
-            if len(self._options) >= OPTION_CACHE_SIZE:
-                self._options.clear()
-            found = self._options[key] = tuple(options(self.graph, ctx, gpu_count))
-        return found
+        """The options for a context, in `candidates.options`' order, assembled from the options of
+        each GPU (each part made once per what it depends on)."""
+        return self._options.get_or_make((ctx, gpu_count), lambda: self._assembled(ctx, gpu_count))
+
+    def _assembled(self, ctx: Context, gpu_count: int | None) -> tuple[Option, ...]:
+        graph, slices = self.graph, self._slices
+        found: list[Option] = []
+        for gpu in self._gpus:
+            named = named_counts(ctx, gpu.id, gpu_count)
+            if ctx.owned:
+                found.extend(owned_options(graph, ctx, gpu, named))
+            key = bought_key(ctx, gpu, named)
+            bought = slices.get(key)
+            if bought is None:
+                bought = tuple(bought_options(graph, ctx, gpu, named))
+                slices.put(key, bought)
+            key = rented_key(graph, ctx, gpu)
+            rented = slices.get(key)
+            if rented is None:
+                rented = tuple(rented_options(graph, ctx, gpu))
+                slices.put(key, rented)
+            found += bought + rented
+        return tuple(found)
 
     def grouped_options(self, ctx: Context, gpu_count: int | None) -> Grouped:
         """The options for a context as those that stand alone (owned) and price groups, each
-        cheapest first, with the attributes that differ inside some group; built once per context."""
+        cheapest first, with the attributes that differ inside some group. The groups are built once
+        per context without its owned hardware, which only adds options that stand alone."""
+        groups_of = self._price_groups(dataclasses.replace(ctx, owned=()), gpu_count)
+        if not ctx.owned:
+            return groups_of
+        alone = tuple(o for o in self.options(ctx, gpu_count) if o.price_group is None)
+        return Grouped(alone, groups_of.groups, groups_of.varying)
+
+    def _price_groups(self, ctx: Context, gpu_count: int | None) -> Grouped:
         key = (ctx, gpu_count)
         found = self._groups.get(key)
         if found is None:
-            if len(self._groups) >= OPTION_CACHE_SIZE:
-                self._groups.clear()
             alone: list[Option] = []
             groups: dict[tuple[object, ...], list[Option]] = {}
             for option in self.options(ctx, gpu_count):
@@ -209,7 +271,8 @@ class Searcher:
                 for name, value in option.attrs.items()
                 if group[0].attrs.get(name) != value
             )
-            found = self._groups[key] = Grouped(tuple(alone), ordered, varying)
+            found = Grouped(tuple(alone), ordered, varying)
+            self._groups.put(key, found)
         return found
 
     @staticmethod
@@ -247,7 +310,8 @@ def cheapest_per_group(planner: Planner, options: Iterable[Option]) -> tuple[lis
 
 
 def _cheapest_passing(
-    screens: Iterable[GroupScreen],
+    groups: Iterable[tuple[Option, ...]],
+    verdicts: Iterable[GroupScreen | None],
     rejected: list[Rejection],
     screen_early: Callable[[Option], Rejection | None] | None,
 ) -> list[Option]:
@@ -255,11 +319,12 @@ def _cheapest_passing(
     filters and then `screen_early` (the count and budget filters); it stands for the group. Every
     rejection on the way goes to `rejected`."""
     cheapest: list[Option] = []
-    for group in screens:
-        if group.shared is not None:
-            rejected.append(group.shared)
+    for group, verdict in zip(groups, verdicts, strict=True):
+        if verdict is not None and verdict.shared is not None:
+            rejected.append(verdict.shared)
             continue
-        for option, screened in group.own:
+        own = verdict.own if verdict is not None else (None,) * len(group)
+        for option, screened in zip(group, own, strict=True):
             if screened is None and screen_early is not None:
                 screened = screen_early(option)
             if screened is None:
@@ -375,3 +440,14 @@ def as_asked(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 def identity_key(candidate: Candidate) -> tuple[str, int, str]:
     return (candidate.option.gpu.id, candidate.gpu_count, candidate.option.acquisition)
+
+
+def _weigh_grouped(grouped: Grouped) -> int:
+    return weigh_references(grouped.alone) + sum(weigh_references(group) for group in grouped.groups)
+
+
+def _weigh_screened(screened: Screened) -> int:
+    """The verdicts made for this screen, with their rejections, and references to shared options."""
+    verdicts = [verdict for verdict in screened.verdicts if verdict is not None]
+    items = len(screened.verdicts) + len(screened.cheapest) + sum(len(v.own) for v in verdicts)
+    return 72 * len(verdicts) + REFERENCE_BYTES * items + REJECTION_BYTES * len(screened.rejections)

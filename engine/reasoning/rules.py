@@ -1,7 +1,9 @@
 """Load `rules/<category>/<id>.yaml` into validated rules, and run each rule's own test cases.
 
 Reading never raises on bad input: every problem becomes a `Problem` with the file and line, as for
-the knowledge base (the same safe reader and the same schema-problem mapping).
+the knowledge base: the same `Tree` (regular files inside rules/ only, each under a size cap), the
+same safe YAML reader, the same schema-problem mapping and the same refusal of control characters in
+text (a rule's title and messages reach Markdown, Slack, HTML and terminals).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from engine.knowledge.paths import display_path
 from engine.knowledge.placeholders import placeholder_problems
 from engine.knowledge.problems import Problem
 from engine.knowledge.snapshot import Tree
+from engine.knowledge.text import text_findings
 from engine.models.rule import Rule
 from engine.reasoning.engines import RuleEngine
 from engine.reasoning.refengine import RuleConflict
@@ -52,6 +55,10 @@ def read_rules(source: Path | Tree) -> RuleSet:
         except ValidationError as exc:
             problems.extend(schema_problems(exc, document, Rule))
             continue
+        problems.extend(
+            Problem(display, document.line_of(loc), check, message, fix)
+            for loc, message, check, fix in text_findings(rule)
+        )
         line = document.line_of(("id",))
         if rule.id != path.stem:
             problems.append(
