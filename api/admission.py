@@ -38,8 +38,10 @@ DEADLINE_ENV = "GPU_ADVISOR_DEADLINE_S"
 QUEUE_ENV = "GPU_ADVISOR_MAX_QUEUE"
 DEFAULT_DEADLINE_S = 10.0
 """a report of a 70B model takes under a second of CPU; ten seconds is far past any healthy answer"""
-DEFAULT_MAX_QUEUE = 32
-"""requests waiting or running per worker: at about 10 ms a recommendation, a third of a second"""
+DEFAULT_MAX_QUEUE = 128
+"""requests waiting or running per worker: at about 10 ms a recommendation, a second and a bit of
+work; 64 concurrent clients (bench/'s heaviest load) queue within it rather than see 503s. A queued
+request waits at most its deadline anyway."""
 GRACE_S = 1.0
 """how long past its deadline an answer is waited for before the client is told (the engine checks
 the clock between steps; a step in a C library cannot be interrupted)"""

@@ -97,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         type=_whole_number(1, 100_000),
         default=None,
         help="requests waiting or running per worker before more are shed with a 503 "
-        "(default 32; $GPU_ADVISOR_MAX_QUEUE)",
+        "(default 128; $GPU_ADVISOR_MAX_QUEUE)",
     )
     _kb_option(serve)
     _rules_option(serve)

@@ -22,6 +22,7 @@ from engine.answer.parts import (
     assumptions,
     citation_texts,
     planned_checkpointing,
+    planned_precision,
     price_age_warning,
     price_dates,
     recommendation,
@@ -152,7 +153,7 @@ class Advisor:
         top = ranked[: request.top_k]
         target = on_target(self.searcher, planner, ctx, request, ranked)
         named = request.constraints.target_hardware
-        precision = planner.base_precision
+        precision = planned_precision(top, planner)
         way_out = None if top else find_way_out(planner, search, request.objective, measure)
         relaxation = None if way_out is None else relaxation_of(way_out, self.rules, request.objective)
         cited = step_citations(outcome, self.rule_citations)
@@ -165,7 +166,14 @@ class Advisor:
             prices_as_of=self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
             oldest_price_as_of=oldest.isoformat() if oldest else None,
             feasible=bool(top),
-            summary=summary(job, top, relaxation, search.rejections, target, precision),
+            summary=summary(
+                job,
+                top,
+                relaxation,
+                search.rejections,
+                target,
+                precision if target is None else planner.precision_on(target.option.gpu),
+            ),
             requirements=requirements(job, policy.facts, precision, planned_checkpointing(top, job)),
             recommendations=[
                 recommendation(i + 1, r, policy, outcome, job, cited, self.kb.providers)

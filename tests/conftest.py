@@ -72,6 +72,24 @@ def kb_copy(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path / "kb"
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the hookless Schemathesis run (tests/test_schemathesis_hookless.py) now, when the suite
+    holds it: it runs in a process of its own for most of a minute, on the core the suite leaves
+    idle, and its test only collects the result."""
+    from tests import test_schemathesis_hookless as hookless
+
+    if any(item.name == hookless.RUN_TEST for item in session.items):
+        session.config.hookless_run = hookless.start_run()  # type: ignore[attr-defined]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A hookless run whose test did not collect it (deselected mid-way, interrupted) is stopped."""
+    run = getattr(session.config, "hookless_run", None)
+    if run is not None and run.poll() is None:
+        run.kill()
+        run.wait()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",

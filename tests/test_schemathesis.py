@@ -40,7 +40,7 @@ def _auth(case: Any) -> dict[str, str] | None:
 
 
 @schema.parametrize()
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_passes_every_check(case: Any) -> None:
     case.call_and_validate(headers=_auth(case), checks=ALL_CHECKS)
 

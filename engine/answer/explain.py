@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from engine.models.response import TraceStep
 from engine.models.rule import Citation, Rule
+from engine.planning.economics import Costs
 from engine.planning.planner import Candidate
 from engine.planning.workload import Job
 from engine.reasoning.policy import Policy
@@ -16,6 +17,7 @@ READ_FACTS = (
     "size_tier",
     "bound",
     "plan.precision",
+    "plan.neutral_precision",
     "plan.memory_headroom_pct",
     "plan.gradient_checkpointing",
     "plan.spare_replicas",
@@ -112,6 +114,23 @@ def plan_words(candidate: Candidate) -> str:
     return words
 
 
+def precision_words(candidate: Candidate, policy: Policy) -> str:
+    """Why the plan's precision, when the request did not set it: fp8 is quality-neutral where the GPU
+    computes in it (rule serve-in-fp8-where-native); int8 and int4 trade quality for memory."""
+    precision = candidate.spec.layout.precision
+    if precision == policy.facts.get("plan.neutral_precision"):
+        return (
+            f"{precision} because this GPU computes in it natively: quality-neutral for serving (lossless "
+            "across the Llama 3.1 family, Kurtic et al. 2024), half the memory of 16-bit weights."
+        )
+    if candidate.plan_attrs.get("precision_changed") and precision in ("int8", "int4"):
+        return (
+            f"{precision} weights are a quality trade-off (int8 costs about 1-3% on benchmarks, int4 more, "
+            "most on small models, math and code): offered because no option serves it as asked."
+        )
+    return ""
+
+
 def speed_words(candidate: Candidate) -> str:
     speed = candidate.speed
     if candidate.spec.layout.method == "inference":
@@ -133,17 +152,31 @@ def cost_words(candidate: Candidate) -> str:
     elif candidate.option.acquisition == "rent" and costs.run_hours is not None:
         text = f"{money(costs.hourly_usd)}/h"  # a run: its total follows, a monthly average would mislead
     elif candidate.option.acquisition == "rent":
-        text = f"{money(costs.hourly_usd)}/h, {money(costs.monthly_usd)}/month at the stated use"
+        text = f"{money(costs.hourly_usd)}/h, {money(costs.monthly_usd)}/month {use_words(costs)}"
     else:
         text = f"power only, {money(costs.hourly_usd)}/h"
     return f"{text}; {total_words(candidate)}"
+
+
+def use_words(costs: Costs) -> str:
+    """'at the stated use', or the utilisation assumed when the request stated none."""
+    return "at the stated use" if costs.assumed_use is None else f"at the assumed {costs.assumed_use:.0%} use"
 
 
 def total_words(candidate: Candidate) -> str:
     """The cost the ranking compares, in words: one run's, or the horizon's at the stated use."""
     costs = candidate.costs
     if costs.run_hours is not None:
-        return f"{money(costs.horizon_cost_usd)} for the run ({costs.run_hours:,.1f} h)"
+        if candidate.option.acquisition == "rent":
+            return f"{money(costs.horizon_cost_usd)} for the run ({costs.run_hours:,.1f} h)"
+        if candidate.option.acquisition == "owned":
+            return f"{money(costs.horizon_cost_usd)} of power for the run ({costs.run_hours:,.1f} h)"
+        # Bought: what is paid is the hardware and the run's power. "For the run" means the run's own
+        # cost everywhere (`run_cost_usd`: its share of the hardware over the horizon, and its power).
+        return (
+            f"{money(costs.horizon_cost_usd)} to buy the hardware and power the run "
+            f"({costs.run_hours:,.1f} h; the run's share of it {money(costs.run_cost_usd or 0)})"
+        )
     return f"{money(costs.horizon_cost_usd)} over the horizon"
 
 
@@ -155,6 +188,8 @@ def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
         f"Needs {memory.total / GB:.1f} GB of {vram:g} GB per GPU ({candidate.headroom_pct:.0f}% free);"
         f" {speed_words(candidate)}; {cost_words(candidate)}.",
     ]
+    if precision := precision_words(candidate, policy):
+        parts.append(precision)
     if hosted := host_words(candidate):
         parts.append(hosted)
     if memory.host > 0:  # ZeRO-Offload keeps optimizer states in CPU RAM (Ren et al. 2021)

@@ -14,7 +14,7 @@ from engine.models.response import Cost, GpuMemory, Launch, Recommendation, Reje
 from engine.models.rule import Rule
 from engine.planning.economics import DEFAULT_UTILIZATION
 from engine.planning.memory import HF_GRADIENT_BYTES
-from engine.planning.planner import Candidate, Rejection
+from engine.planning.planner import Candidate, Planner, Rejection
 from engine.planning.requirements import workload_assumptions
 from engine.planning.workload import Job
 from engine.reasoning.policy import Policy
@@ -303,6 +303,15 @@ def _iso(value: date | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
+def planned_precision(top: Sequence[Ranked], planner: Planner) -> str:
+    """The precision the answer sizes the job in: the first recommendation's when it runs the job as
+    asked (fp8 on a GPU that computes in it, where the request left precision open), else the
+    requested or rule-chosen one, so `requirements` agrees with the best plan."""
+    if top and not top[0].candidate.plan_attrs.get("precision_changed"):
+        return top[0].candidate.spec.layout.precision
+    return planner.base_precision
+
+
 def planned_checkpointing(top: Sequence[Ranked], job: Job) -> bool | None:
     """Whether the first recommendation, when it runs the requested method, checkpoints activations."""
     if not top or top[0].candidate.spec.layout.method != job.task:
@@ -314,13 +323,18 @@ def task_title(method: str) -> str:
     return method.replace("_", " ").capitalize()
 
 
-def substitute_words(candidate: Candidate, task: str, precision: str) -> str:
-    """Words for a plan that changes the requested method or precision ("" for one that keeps them)."""
+def substitute_words(candidate: Candidate, job: Job, precision: str) -> str:
+    """Words for a plan that changes the requested method or precision ("" for one that keeps them).
+    "Not as asked" only for what the request asked: a precision it left open was the rules' default,
+    and a plan in another one is a quality trade-off, not a refusal of the request."""
     attrs = candidate.plan_attrs
+    task = job.task
     if attrs.get("method_changed"):
         method = str(attrs["method"])
         return f" (not as asked: {TASK_WORDS.get(method, method)} instead of {TASK_WORDS.get(task, task)})"
     if attrs.get("precision_changed"):
+        if job.requested_precision is None:
+            return f" ({attrs['precision']} rather than the default {precision}: a quality trade-off)"
         return f" (not as asked: {attrs['precision']} instead of {precision})"
     return ""
 

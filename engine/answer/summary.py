@@ -23,10 +23,12 @@ def summary(
     on_target: Candidate | None = None,
     precision: str = "bf16",
 ) -> str:
+    """The answer's opening sentence; `precision` is what the job runs in as asked on the target
+    hardware, when one was named (its plan in another precision says so)."""
     subject = workload_words(job)
     if on_target is not None and (not top or top[0].candidate is not on_target):
         # The question was whether it runs on the target: answer that first.
-        changed = substitute_words(on_target, job.task, precision)
+        changed = substitute_words(on_target, job, precision)
         count = f"{on_target.gpu_count} x " if on_target.gpu_count > 1 else ""
         lead = (
             f"For {subject} on {count}{on_target.option.gpu.name}: {plan_words(on_target)}{changed}, "
@@ -35,7 +37,7 @@ def summary(
         if not top:
             return lead
         best = top[0].candidate
-        overall = "Run as asked, the best option" if changed else "The best option overall"
+        overall = "Without that change, the best option" if changed else "The best option overall"
         return (
             f"{lead} {overall} is {hardware(best)}: {plan_words(best)}, "
             f"{best.memory.total / GB:.1f} GB per GPU, {total_words(best)}."
@@ -60,7 +62,7 @@ def main_reason(rejections: Sequence[Rejection], relaxation: Relaxation | None) 
     if not rejections:
         return "the knowledge base has no hardware to consider."
     if relaxation is not None:
-        reasons = [next(r.reason for r in rejections if r.rule == relaxation.rule)]
+        reasons = [r.reason for r in rejections if r.rule == relaxation.rule][:1]
         # a budget that ruled options out is the constraint a reader checks first: say it too
         reasons += sorted(
             {r.reason for r in rejections if r.rule == BUDGET_RULE and r.rule != relaxation.rule}

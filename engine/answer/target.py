@@ -80,7 +80,7 @@ def fit_on(
     usable = planner.usable_on(gpu)
     per_node = min(target.count, max(gpu.link_domain_gpus, 1))
     asked = planner.job.task
-    precision = "nf4" if asked == "qlora" else planner.base_precision
+    precision = "nf4" if asked == "qlora" else planner.precision_on(gpu)
     totals = {spec: planner.memory(spec.layout).total for spec in planner.specs(target.count, per_node)}
     if not totals:  # the parallelism allowed cannot spread this task over that many GPUs
         return TargetFit(
@@ -127,8 +127,9 @@ def fit_on(
         text += f" But no plan on it passes every constraint: {held_back.reason}"
         text += "" if text.endswith(".") else "."
     if on_target is not None:
+        changed = substitute_words(on_target, planner.job, precision)
         text += (
-            f" Best plan on it: {plan_words(on_target)}{substitute_words(on_target, asked, precision)}, "
+            f" Best plan on it: {plan_words(on_target)}{changed}, "
             f"{on_target.memory.total / GB:.1f} GB per GPU, {speed_words(on_target)}, "
             f"{total_words(on_target)}."
         )

@@ -31,6 +31,8 @@ class Usage:
     """one run's wall-clock hours, when known"""
     horizon_hours: float
     usd_per_kwh: float
+    assumed: bool = False
+    """the utilisation is DEFAULT_UTILIZATION, assumed: the request stated neither a use nor a run"""
 
 
 def usage(
@@ -42,7 +44,8 @@ def usage(
         busy = min(run_hours, horizon_hours)
     else:
         busy = horizon_hours * DEFAULT_UTILIZATION
-    return Usage(busy, busy / horizon_hours, run_hours, horizon_hours, usd_per_kwh)
+    assumed = utilization is None and run_hours is None
+    return Usage(busy, busy / horizon_hours, run_hours, horizon_hours, usd_per_kwh, assumed)
 
 
 @dataclass(slots=True, eq=False)
@@ -64,6 +67,8 @@ class Costs:
     """one run's hours when `horizon_cost_usd` covers exactly that run (no utilisation was stated)"""
     busy_hours: float = 0.0
     """the hours `horizon_cost_usd` pays for"""
+    assumed_use: float | None = None
+    """the utilisation the costs assume when the request stated none (else None: the stated use)"""
 
 
 def costs(
@@ -130,6 +135,7 @@ def costs(
         run_power_usd=run_power,
         run_hours=run_hours if run_hours is not None and busy == run_hours else None,
         busy_hours=busy,
+        assumed_use=use.utilization if use.assumed else None,
     )
 
 

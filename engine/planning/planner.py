@@ -168,6 +168,10 @@ class Planner:
         """the share of each GPU's memory kept free (rule keep-memory-headroom), at least MIN_HEADROOM"""
         base = job.requested_precision or facts.get("plan.precision") or "bf16"
         self.base_precision = str(base)
+        neutral = facts.get("plan.neutral_precision") if job.requested_precision is None else None
+        self.neutral_precision = None if neutral is None else str(neutral)
+        """a precision planned first, as the request's own, on the GPUs that run it natively (rule
+        serve-in-fp8-where-native: fp8 serving is quality-neutral); elsewhere `base_precision`"""
         self.methods = _methods(job.task, policy)
         self.strategies = frozenset(str(v) for v in policy.suggested("parallelism"))
         if job.checkpointing is not None:
@@ -175,7 +179,9 @@ class Planner:
         else:
             checkpointing = (False, True) if facts.get("plan.gradient_checkpointing") is True else (False,)
         self.space = PlanSpace(
-            tuple((m, _precisions(m, self.base_precision, policy)) for m in self.methods),
+            tuple(
+                (m, _precisions(m, self.base_precision, policy, self.neutral_precision)) for m in self.methods
+            ),
             self.strategies,
             next((n for n in SHARDED_NAMES if n in self.strategies), None),
             checkpointing,
@@ -207,8 +213,8 @@ class Planner:
         )
         self._memory: dict[Layout, Breakdown] = {}
         self._spec_entries: dict[tuple[int, int], list[_SizedSpec]] = {}
-        self._asked_entries: dict[tuple[int, int], list[_SizedSpec]] = {}
-        self._least_memory: dict[tuple[int, int, bool], float] = {}
+        self._asked_entries: dict[tuple[int, int, bool, bool], list[_SizedSpec]] = {}
+        self._least_memory: dict[tuple[int, int, bool, bool], float] = {}
         self._spec_attr_cache: dict[int, dict[str, Scalar]] = {}
         self._spec_checks: dict[int, _SpecChecks] = {}
         self._residuals: dict[tuple[Scalar, ...], tuple[_SettledFilters, _SettledPreferences]] = {}
@@ -290,16 +296,28 @@ class Planner:
         """Bytes of a GPU's memory kept free: the headroom share, at least MIN_HEADROOM."""
         return max(MIN_HEADROOM, capacity_gb * GB * self.headroom)
 
-    def _least(self, count: int, per_node: int) -> float:
+    def _least(self, count: int, per_node: int, native: bool) -> float:
         """The least memory per GPU any spec for this many GPUs needs (bytes; inf when none), among the
         specs that keep the request's method and precision when only those are planned."""
-        key = (count, per_node, self.as_asked_only)
+        key = (count, per_node, self.as_asked_only, native)
         found = self._least_memory.get(key)
         if found is None:
             found = self._least_memory[key] = min(
-                (self._sized(e).total for e in self._planned(count, per_node)), default=float("inf")
+                (self._sized(e).total for e in self._planned(count, per_node, native)), default=float("inf")
             )
         return found
+
+    def precision_on(self, gpu: Gpu) -> str:
+        """The precision the request runs in on this GPU as asked: the quality-neutral one where the
+        GPU computes in it natively, else the requested or rule-chosen one."""
+        neutral = self.neutral_precision
+        return neutral if neutral is not None and neutral in gpu.native_precisions else self.base_precision
+
+    def runs_neutral(self, option: Option) -> bool:
+        """Whether the option's GPU runs the quality-neutral precision natively (True when none is
+        planned): where it does not, no spec in that precision is planned at all."""
+        neutral = self.neutral_precision
+        return neutral is None or bool(option.attrs.get(NATIVE_ATTRIBUTE.get(neutral, ""), False))
 
     def _entries(self, count: int, per_node: int) -> list[_SizedSpec]:
         """The specs for this many GPUs in preference order, each sized once it has been needed."""
@@ -309,15 +327,19 @@ class Planner:
             found = self._spec_entries[key] = [_SizedSpec(spec) for spec in self.specs(count, per_node)]
         return found
 
-    def _planned(self, count: int, per_node: int) -> list[_SizedSpec]:
-        """`_entries` less those that change the request while only the request's are planned."""
-        if not self.as_asked_only:
+    def _planned(self, count: int, per_node: int, native: bool = True) -> list[_SizedSpec]:
+        """`_entries` less those that change the request while only the request's are planned, and
+        less those in the quality-neutral precision on a GPU that does not run it (`native`)."""
+        if not self.as_asked_only and native:
             return self._entries(count, per_node)
-        key = (count, per_node)
+        key = (count, per_node, self.as_asked_only, native)
         found = self._asked_entries.get(key)
         if found is None:
             found = self._asked_entries[key] = [
-                e for e in self._entries(count, per_node) if not self._changes_request(e.spec)
+                e
+                for e in self._entries(count, per_node)
+                if not (self.as_asked_only and self._changes_request(e.spec))
+                and (native or e.spec.layout.precision != self.neutral_precision)
             ]
         return found
 
@@ -384,11 +406,12 @@ class Planner:
         host_short: float | None = None
         # A third of the options fit no spec: once one option of this GPU count has shown the least
         # need (below), the others are judged by it without walking their specs.
-        known = self._least_memory.get((option.count, option.gpus_per_node, self.as_asked_only))
+        native = self.runs_neutral(option)
+        known = self._least_memory.get((option.count, option.gpus_per_node, self.as_asked_only, native))
         if known is not None and known > usable:
             return self._none_fits(option, known, capacity)
         # Specs in preference order: most options take an early one.
-        for entry in self._planned(option.count, option.gpus_per_node):
+        for entry in self._planned(option.count, option.gpus_per_node, native):
             memory = entry.memory or self._sized(entry).memory  # inline check: the hot path
             assert memory is not None
             if entry.total > usable:
@@ -408,7 +431,7 @@ class Planner:
             return None if first is None else Rejection(option, first.rule, first.reason, frozenset(rules))
         if host_short is not None:
             return Rejection(option, self.fits_rule, self._host_too_small(option, host_short))
-        return self._none_fits(option, self._least(option.count, option.gpus_per_node), capacity)
+        return self._none_fits(option, self._least(option.count, option.gpus_per_node, native), capacity)
 
     def _none_fits(self, option: Option, least: float, capacity: float) -> Rejection | None:
         if least == float("inf"):
@@ -548,12 +571,12 @@ class Planner:
         if found is None:
             c = self.request.constraints
             layout = spec.layout
-            requested = self.job.requested_precision or self.base_precision
+            requested = (self.job.requested_precision or self.base_precision, self.neutral_precision)
             found = self._spec_attr_cache[id(spec)] = {
                 "method": layout.method,
                 "precision": layout.precision,
                 "method_changed": layout.method != self.job.task,
-                "precision_changed": layout.precision != requested and layout.method != "qlora",
+                "precision_changed": layout.precision not in requested and layout.method != "qlora",
                 "strategy": spec.strategy,
                 "tp_degree": layout.tp,
                 "offload": layout.offload,
@@ -686,12 +709,19 @@ def _layouts(
         yield "offload", 1, count, "tensor", 3, True
 
 
-def _precisions(method: str, base: str, policy: Policy) -> tuple[str, ...]:
+NATIVE_ATTRIBUTE = {"fp8": "fp8_native", "bf16": "bf16_native"}
+"""the option attribute that says a GPU computes in a precision natively"""
+
+
+def _precisions(method: str, base: str, policy: Policy, neutral: str | None = None) -> tuple[str, ...]:
+    """A method's precisions in preference order: the quality-neutral one first where it applies
+    (a GPU without it natively is excluded from it by rule fp8-only-where-native and takes the
+    next), then the requested or rule-chosen one, then the suggested substitutes."""
     if method == "qlora":
         return ("nf4",)
     allowed = PRECISION_ORDER if method == "inference" else TRAINING_PRECISIONS
     suggested = {str(v) for v in policy.suggested("precision")}
-    ordered = [base] + [p for p in PRECISION_ORDER if p in suggested]
+    ordered = ([neutral] if neutral else []) + [base] + [p for p in PRECISION_ORDER if p in suggested]
     return tuple(p for i, p in enumerate(ordered) if p in allowed and p not in ordered[:i])
 
 

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from engine.knowledge.graph import KBGraph
 from engine.models.attributes import PLAN_ATTRIBUTES
+from engine.models.kb import Gpu
 from engine.planning.bounded_cache import REFERENCE_BYTES, BoundedCache, weigh_references
 from engine.planning.candidates import (
     Context,
@@ -89,9 +90,7 @@ class Searcher:
         # Every cache is bounded by the memory it holds (engine/planning/bounded_cache.py). The options
         # are made once per GPU and what they depend on (`bought_key`, `rented_key`); everything
         # else holds references to them.
-        self._slices: BoundedCache[tuple[object, ...], tuple[Option, ...]] = BoundedCache(
-            SLICE_CACHE_BYTES, lambda options: OPTION_BYTES * len(options)
-        )
+        self._slices: BoundedCache[tuple[object, ...], Slice] = BoundedCache(SLICE_CACHE_BYTES, _weigh_slice)
         self._options: BoundedCache[tuple[Context, int | None], tuple[Option, ...]] = BoundedCache(
             LIST_CACHE_BYTES, weigh_references
         )
@@ -223,29 +222,36 @@ class Searcher:
         return self._options.get_or_make((ctx, gpu_count), lambda: self._assembled(ctx, gpu_count))
 
     def _assembled(self, ctx: Context, gpu_count: int | None) -> tuple[Option, ...]:
-        graph, slices = self.graph, self._slices
         found: list[Option] = []
         for gpu in self._gpus:
             named = named_counts(ctx, gpu.id, gpu_count)
             if ctx.owned:
-                found.extend(owned_options(graph, ctx, gpu, named))
-            key = bought_key(ctx, gpu, named)
-            bought = slices.get(key)
-            if bought is None:
-                bought = tuple(bought_options(graph, ctx, gpu, named))
-                slices.put(key, bought)
-            key = rented_key(graph, ctx, gpu)
-            rented = slices.get(key)
-            if rented is None:
-                rented = tuple(rented_options(graph, ctx, gpu))
-                slices.put(key, rented)
-            found += bought + rented
+                found.extend(owned_options(self.graph, ctx, gpu, named))
+            for part in self._parts(ctx, gpu, named):
+                found += part.options
         return tuple(found)
+
+    def _parts(self, ctx: Context, gpu: Gpu, named: set[int]) -> tuple[Slice, Slice]:
+        """The GPU's bought and rented options in this context, each made once per what it depends on."""
+        graph, slices = self.graph, self._slices
+        key = bought_key(ctx, gpu, named)
+        bought = slices.get(key)
+        if bought is None:
+            bought = _slice(tuple(bought_options(graph, ctx, gpu, named)))
+            slices.put(key, bought)
+        key = rented_key(graph, ctx, gpu)
+        rented = slices.get(key)
+        if rented is None:
+            rented = _slice(tuple(rented_options(graph, ctx, gpu)))
+            slices.put(key, rented)
+        return bought, rented
 
     def grouped_options(self, ctx: Context, gpu_count: int | None) -> Grouped:
         """The options for a context as those that stand alone (owned) and price groups, each
-        cheapest first, with the attributes that differ inside some group. The groups are built once
-        per context without its owned hardware, which only adds options that stand alone."""
+        cheapest first, with the attributes that differ inside some group. A price group never
+        spans two GPUs or a purchase and a rental, so the groups are those of each GPU's parts, made
+        with them and shared by every context that shares the part; owned hardware only adds options
+        that stand alone."""
         groups_of = self._price_groups(dataclasses.replace(ctx, owned=()), gpu_count)
         if not ctx.owned:
             return groups_of
@@ -256,22 +262,13 @@ class Searcher:
         key = (ctx, gpu_count)
         found = self._groups.get(key)
         if found is None:
-            alone: list[Option] = []
-            groups: dict[tuple[object, ...], list[Option]] = {}
-            for option in self.options(ctx, gpu_count):
-                if option.price_group is None:
-                    alone.append(option)
-                else:
-                    groups.setdefault(option.price_group, []).append(option)
-            ordered = tuple(tuple(sorted(g, key=lambda o: o.price_order)) for g in groups.values())
-            varying = frozenset(
-                name
-                for group in ordered
-                for option in group[1:]
-                for name, value in option.attrs.items()
-                if group[0].attrs.get(name) != value
-            )
-            found = Grouped(tuple(alone), ordered, varying)
+            parts = [
+                part
+                for gpu in self._gpus
+                for part in self._parts(ctx, gpu, named_counts(ctx, gpu.id, gpu_count))
+            ]
+            groups = tuple(group for part in parts for group in part.groups)
+            found = Grouped((), groups, frozenset().union(*(part.varying for part in parts)))
             self._groups.put(key, found)
         return found
 
@@ -400,7 +397,8 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     # The compute formats a plan may use: only the requested one while only plans as asked are sized
     # (QLoRA computes in 16-bit whatever is asked); else the fastest the GPU has.
     requested = job.requested_precision or planner.base_precision
-    formats = (requested,) if planner.as_asked_only and job.task != "qlora" else ("fp8", "bf16")
+    asked = (requested,) if planner.neutral_precision is None else (requested, planner.neutral_precision)
+    formats = asked if planner.as_asked_only and job.task != "qlora" else ("fp8", "bf16")
 
     def floor(option: Option) -> float:
         factor = complexity_of(option.count, option.nodes) if balanced else 1.0
@@ -442,8 +440,40 @@ def identity_key(candidate: Candidate) -> tuple[str, int, str]:
     return (candidate.option.gpu.id, candidate.gpu_count, candidate.option.acquisition)
 
 
+class Slice(NamedTuple):
+    """One GPU's bought or rented options in a context, with their price groups."""
+
+    options: tuple[Option, ...]
+    groups: tuple[tuple[Option, ...], ...]
+    """options that differ only in price, each group cheapest first"""
+    varying: frozenset[str]
+    """attributes whose value differs inside some group"""
+
+
+def _slice(options: tuple[Option, ...]) -> Slice:
+    groups: dict[tuple[object, ...], list[Option]] = {}
+    for option in options:
+        if option.price_group is not None:  # bought and rented options always have one
+            groups.setdefault(option.price_group, []).append(option)
+    ordered = tuple(tuple(sorted(g, key=lambda o: o.price_order)) for g in groups.values())
+    varying = frozenset(
+        name
+        for group in ordered
+        for option in group[1:]
+        for name, value in option.attrs.items()
+        if group[0].attrs.get(name) != value
+    )
+    return Slice(options, ordered, varying)
+
+
+def _weigh_slice(part: Slice) -> int:
+    """The options and their groups (a tuple per group: what a full garbage collection walks)."""
+    return OPTION_BYTES * len(part.options) + sum(weigh_references(group) for group in part.groups)
+
+
 def _weigh_grouped(grouped: Grouped) -> int:
-    return weigh_references(grouped.alone) + sum(weigh_references(group) for group in grouped.groups)
+    """A tuple of references to groups kept with the parts."""
+    return weigh_references(grouped.alone) + weigh_references(grouped.groups)
 
 
 def _weigh_screened(screened: Screened) -> int:

@@ -25,7 +25,7 @@ class WayOut:
 
     @property
     def more_time(self) -> bool:
-        return self.rule == DEADLINE_RULE
+        return DEADLINE_RULE in self.lifted
 
 
 def find_way_out(planner: Planner, search: Search, objective: str, measure: Measure) -> WayOut | None:
@@ -53,7 +53,10 @@ def find_way_out(planner: Planner, search: Search, objective: str, measure: Meas
                     best = (value, rule, found)
         if best is not None:
             break
-    if best is None and DEADLINE_RULE in rules:
+    if best is None and (DEADLINE_RULE in rules or BUDGET_RULE in rules):
+        # The budget screens options before they are sized, so a deadline they would miss may not
+        # show among the rejections: lifting the budget alone finds nothing, and the two together
+        # say what the job takes at best (a 405B pretraining on a $1,000 budget).
         return _more_time(planner, search, rules)
     if best is None:
         return None
@@ -74,4 +77,6 @@ def _more_time(planner: Planner, search: Search, rules: Sequence[str]) -> WayOut
     if not timed:
         return None
     fastest = min(timed, key=lambda c: (c.speed.training_hours or 0.0, c.costs.horizon_cost_usd))
-    return WayOut(DEADLINE_RULE, fastest, lifted)
+    # named by a rule that rejected something: the budget, when it screened options out before any
+    # could miss the deadline
+    return WayOut(DEADLINE_RULE if DEADLINE_RULE in rules else BUDGET_RULE, fastest, lifted)
