@@ -439,3 +439,11 @@ def test_a_target_left_in_the_default_precision_is_not_called_not_as_asked() -> 
     )
     assert "not as asked" not in answer.summary
     assert answer.target_fit is not None and "not as asked" not in answer.target_fit.why
+
+
+def test_an_embedding_model_keeps_16_bits_on_fp8_gpus() -> None:
+    """fp8's evidence is for generation; embedding servers (TEI, Infinity) run bge-m3 in 16 bits."""
+    answer = ask(
+        {"task": "inference", "model": "bge-m3", "batch_size": 64, "seq_len": 512}, {"acquisition": "rent"}
+    )
+    assert answer.feasible and all(rec.precision == "bf16" for rec in answer.recommendations)
