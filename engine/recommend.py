@@ -33,16 +33,16 @@ from engine.answer.parts import (
 from engine.answer.ranking import measure, rank
 from engine.answer.relaxation import relaxation_of
 from engine.answer.report import report_html
-from engine.answer.summary import summary
+from engine.answer.summary import desktop_assumption, summary
 from engine.answer.target import fit_on, on_target
 from engine.knowledge.cache import CheckedKB
 from engine.knowledge.graph import KBGraph
 from engine.knowledge.kb import KB
 from engine.models.compare import CompareRequest, CompareResponse
-from engine.models.request import MAX_TOP_K, RecommendRequest
+from engine.models.request import MAX_TOP_K, ExistingHost, RecommendRequest
 from engine.models.response import RecommendResponse
-from engine.models.rule import Rule, Scalar
-from engine.planning.candidates import Context, context_for, latest_prices
+from engine.models.rule import Rule, Scalar, facts_in
+from engine.planning.candidates import Context, context_for, latest_prices, required_psu_watts
 from engine.planning.planner import Planner
 from engine.planning.requirements import hardware_facts, requirements, sizing_facts
 from engine.planning.search import Searcher, as_asked
@@ -84,6 +84,10 @@ class Advisor:
         self.rules_root = rules_root
         self.rules_by_id = {rule.id: rule for rule in self.rules}
         self.rule_citations = citation_texts(self.rules)
+        self.target_fit_rules = frozenset(
+            rule.id for rule in self.rules if any(fact == TARGET_FITS for fact, _ in facts_in(rule.when))
+        )
+        """rules that read the pre-sizing verdict on the target (`hardware.target_fits`)"""
         self.categories = dict(checked.categories) if checked else {}
         self.graph = KBGraph(kb)
         self.engine = engine or make_engine(self.rules)
@@ -136,10 +140,43 @@ class Advisor:
         policy = policy_from(outcome, self.rules)
         planner = self.planner(job, policy, request)
         return Reasoned(
-            job, outcome, policy, planner, context_for(request, spot="spot" in policy.suggested("pricing"))
+            job,
+            outcome,
+            policy,
+            planner,
+            context_for(
+                request,
+                spot="spot" in policy.suggested("pricing"),
+                your_computer=policy.facts.get("plan.your_computer") is True,
+            ),
         )
 
     def recommend(self, request: RecommendRequest) -> RecommendResponse:
+        """The answer to `request`. When nothing bought fits the budget because each purchase includes
+        a machine to hold the cards, and the request says nothing of a machine of the user's, the
+        answer is the cards alone for a desktop the user is assumed to have, with that assumption and
+        the power supply it needs stated (rather than infeasible)."""
+        answer = self.answer(request)
+        if answer.feasible or not may_assume_a_desktop(request):
+            return answer
+        c = request.constraints
+        assumed = self.answer(
+            request.model_copy(update={"constraints": c.model_copy(update={"existing_host": ExistingHost()})})
+        )
+        if not assumed.feasible:
+            return answer
+        best = assumed.recommendations[0]
+        psu = required_psu_watts(self.kb.gpus[best.gpu].tdp_w or 0, best.gpu_count)
+        words = desktop_assumption(best.gpu_name, psu, c.budget_usd)
+        return assumed.model_copy(
+            update={
+                "summary": f"{assumed.summary} {words}",
+                "assumptions": {**assumed.assumptions, "existing_desktop": words},
+            }
+        )
+
+    def answer(self, request: RecommendRequest) -> RecommendResponse:
+        """The answer to `request` as it is stated."""
         job, outcome, policy, planner, ctx = self.reasoned(request)
         # First the plans that keep the requested method and precision; the substitutes are sized
         # only when none of those passes (they would be dropped by `as_asked` anyway).
@@ -157,6 +194,10 @@ class Advisor:
         way_out = None if top else find_way_out(planner, search, request.objective, measure)
         relaxation = None if way_out is None else relaxation_of(way_out, self.rules, request.objective)
         cited = step_citations(outcome, self.rule_citations)
+        target_fit = None if named is None else fit_on(self.kb, planner, named, target, search.rejections)
+        # a rule that judged the target from one GPU's share before sizing is overruled by a plan
+        # that fits it as asked (sharded, checkpointed): its warning would contradict the answer
+        overruled = self.target_fit_rules if target_fit is not None and target_fit.fits else frozenset()
         stale = price_age_warning(top, self.clock(), request.constraints.max_price_age_days)
         price_warnings = [stale] if stale else []
         oldest = min((d for _, d in price_dates(top)), default=None)
@@ -180,9 +221,9 @@ class Advisor:
                 for i, r in enumerate(top)
             ],
             rejected=rejected(search.rejections, search.candidates),
-            target_fit=None if named is None else fit_on(self.kb, planner, named, target, search.rejections),
+            target_fit=target_fit,
             trace=trace(outcome, self.rules_by_id, cited),
-            warnings=warnings(job, policy) + price_warnings,
+            warnings=warnings(job, policy, overruled=overruled) + price_warnings,
             assumptions=assumptions(job, policy),
             relaxation=relaxation,
         )
@@ -211,7 +252,7 @@ class Advisor:
         top = list(ranked.values())
         precision = planner.base_precision
         cited = step_citations(outcome, self.rule_citations)
-        answers = compared(self.kb, judged, ranked, policy, outcome, job, cited, precision)
+        answers = compared(self.kb, judged, ranked, policy, outcome, job, cited, planner.precision_on)
         best = next(iter(ranked), None)
         stale = price_age_warning(top, self.clock(), body.request.constraints.max_price_age_days)
         return CompareResponse(
@@ -244,6 +285,23 @@ class Advisor:
 
     def planner(self, job: Job, policy: Policy, request: RecommendRequest) -> Planner:
         return Planner(job, policy, request, rent_rates=self.rent_rates, buy_prices=self.buy_prices)
+
+
+TARGET_FITS = "hardware.target_fits"
+
+
+def may_assume_a_desktop(request: RecommendRequest) -> bool:
+    """Whether an infeasible answer may be retried with the cards alone, for a desktop the user is
+    assumed to own: cards are bought, a budget is stated, no machine of the user's is described, and
+    the user is not on a Mac (which takes no cards)."""
+    c = request.constraints
+    return (
+        c.acquisition != "rent"
+        and c.budget_usd is not None
+        and c.host_slots == 0
+        and c.os != "macos"
+        and c.gpu_count is None
+    )
 
 
 def _cheapest_rates(graph: KBGraph) -> dict[str, float]:

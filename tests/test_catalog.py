@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import csv
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
 from cli.main import main
-from engine.knowledge.catalog import CATALOG_DIR, ImportResult, build_offers, report_markdown, write_offers
+from engine.knowledge.catalog import (
+    CATALOG_DIR,
+    ImportResult,
+    LocalZoneSpot,
+    build_offers,
+    local_zone_spot,
+    report_markdown,
+    write_offers,
+)
 from engine.knowledge.kb import KB
 from engine.knowledge.paths import PROJECT_ROOT as PROJECT
 
@@ -94,6 +103,60 @@ def test_interconnect_follows_the_hardware(imported: ImportResult) -> None:
     assert offer(imported, "aws-p4d-24xlarge")["interconnect"] == "nvlink-3"
     assert offer(imported, "lambda-gpu-1x-a10")["interconnect"] == "none"
     assert offer(imported, "lambda-gpu-4x-a6000")["interconnect"] == "pcie-4"
+
+
+@pytest.mark.parametrize(
+    ("offer_id", "snapshot_min", "regular_min", "zone"),
+    [
+        # data/cloud-catalog/aws.csv: spot_min_usd_hr and the `coverage` note's regular-AZ minimum,
+        # one case per wording of the note.
+        ("aws-p6-b200-48xlarge", 13.0338, 21.0148, "a us-east-1 Local Zone"),
+        ("aws-p5-48xlarge", 10.2397, 11.2543, "a us-east-1 Local Zone (use1-atl2-az1)"),
+        ("aws-g4dn-xlarge", 0.0631, 0.0974, "the Local Zone usw2-lax1-az1"),
+    ],
+)
+def test_a_local_zone_spot_minimum_gives_way_to_the_regions(
+    imported: ImportResult, offer_id: str, snapshot_min: float, regular_min: float, zone: str
+) -> None:
+    """A Local Zone is one metro's extension of a Region with few instances: its spot minimum is not
+    what the Region offers, so the offer states the regular-AZ minimum and says what it set aside."""
+    data = offer(imported, offer_id)
+    assert data["spot_usd_per_hour"] == regular_min
+    said = " ".join(map(str, data["notes"]))  # type: ignore[call-overload]
+    assert f"minimum {snapshot_min:g} in {zone} is set aside" in said
+    urls = [source["url"] for source in data["sources"]]  # type: ignore[attr-defined]
+    assert any("local-zones" in url for url in urls)
+
+
+def test_local_zone_notes_are_read_in_every_wording() -> None:
+    assert local_zone_spot(
+        "full; min spot is in a us-east-1 Local Zone (use1-atl2-az1); "
+        "min spot in a regular AZ 11.2543 (us-east-2)"
+    ) == LocalZoneSpot("a us-east-1 Local Zone (use1-atl2-az1)", 11.2543, "us-east-2")
+    assert local_zone_spot("full; min spot in Local Zone usw2-lax1-az1; regular-AZ min spot 0.4798") == (
+        LocalZoneSpot("the Local Zone usw2-lax1-az1", 0.4798)
+    )
+    assert local_zone_spot("full; spot column equals on-demand (no real spot price)") is None
+    assert local_zone_spot("full") is None
+
+
+def test_a_local_zone_spot_without_a_regional_figure_is_dropped(kb: KB, tmp_path: Path) -> None:
+    """The p6-b200 row with its note cut to "min spot in a us-east-1 Local Zone": no spot price the
+    Region is known to offer, so none is stated (the on-demand price stays)."""
+    data = tmp_path / "data"
+    shutil.copytree(PROJECT / "data", data)
+    aws = data / CATALOG_DIR / "aws.csv"
+    text = aws.read_text()
+    cut = text.replace(
+        "full; min spot in a us-east-1 Local Zone; regular-AZ min spot 21.0148",
+        "full; min spot in a us-east-1 Local Zone",
+    )
+    assert cut != text
+    aws.write_text(cut)
+    b200 = yaml.safe_load(build_offers(data, kb.gpus, kb.providers).files["aws-p6-b200-48xlarge"])
+    assert "spot_usd_per_hour" not in b200
+    assert b200["on_demand_usd_per_hour"] == 113.9328
+    assert any("spot price 13.0338 set aside" in note for note in b200["notes"])
 
 
 def test_hand_kept_offers_are_imported(imported: ImportResult) -> None:

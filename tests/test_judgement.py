@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from engine.answer.explain import YOUR_COMPUTER_NAME
 from engine.models.request import RecommendRequest
 from engine.models.response import Recommendation, RecommendResponse
 from engine.recommend import default_advisor
@@ -247,15 +248,37 @@ def test_a_card_for_a_machine_the_user_owns_is_priced_alone() -> None:
     own desktop does it within a $2,000 budget that a new tower around it exceeds."""
     workload = {"task": "full_finetune", "model": "bert-base", "training_tokens_b": 0.5}
     constraints: dict[str, Any] = {"os": "windows", "acquisition": "buy", "budget_usd": 2000}
-    without = ask(workload, constraints)
-    assert not without.feasible
-    assert any("constraints.free_pcie_slots" in w for w in without.warnings)
     answer = ask(workload, {**constraints, "free_pcie_slots": 1})
     assert answer.feasible
     best = answer.recommendations[0]
     assert best.gpu_count == 1 and best.cost.capex_usd < 600
-    assert "into your own machine" in best.why
-    assert not any("constraints.free_pcie_slots" in w for w in answer.warnings)
+    assert "into a machine you own" in best.why
+    assert not any("constraints.existing_host" in w for w in answer.warnings)
+    assert "existing_desktop" not in answer.assumptions  # stated, not assumed
+
+
+def test_only_a_card_within_the_budget_is_offered_for_a_desktop_assumed() -> None:
+    """Issue 23 item 7: QLoRA of a 13B model on premises with $2,000. Every card with a new tower around
+    it is over budget (a used RTX 3090 at $800 + a $1,700 tower); a desktop with a free x16 slot takes
+    the card alone. With no machine stated, the answer is the card, with that assumption and the power
+    supply it needs (NVIDIA: 750 W for an RTX 3090) stated, rather than infeasible."""
+    workload = {"task": "qlora", "model": "llama-2-13b"}
+    constraints: dict[str, Any] = {"on_prem_only": True, "budget_usd": 2000}
+    answer = ask(workload, constraints)
+    assert answer.feasible
+    best = answer.recommendations[0]
+    assert best.cost.capex_usd <= 2000 and "into a machine you own" in best.why
+    stated = answer.assumptions["existing_desktop"]
+    assert "free PCIe x16 slot" in stated and "W power supply" in stated
+    assert stated in answer.summary
+    # a machine described: no assumption, and a supply too small for the card drops it
+    small = ask(workload, {**constraints, "existing_host": {"free_pcie_slots": 1, "psu_watts": 650}})
+    assert "existing_desktop" not in small.assumptions
+    assert all(rec.gpu != "nvidia-rtx-3090" for rec in small.recommendations)
+    assert any(r.rule == "cards-within-your-power-supply" for r in small.rejected)
+    # renting is not a purchase: no assumption is made
+    rented = ask(workload, {"budget_usd": 2000, "acquisition": "rent"})
+    assert "existing_desktop" not in rented.assumptions
 
 
 def test_cards_beyond_the_free_slots_come_with_a_host() -> None:
@@ -265,7 +288,7 @@ def test_cards_beyond_the_free_slots_come_with_a_host() -> None:
         top_k=10,
     )
     for rec in answer.recommendations:
-        assert ("into your own machine" in rec.why) is (rec.gpu_count == 1 and "Platform:" in rec.why), (
+        assert ("into a machine you own" in rec.why) is (rec.gpu_count == 1 and "Platform:" in rec.why), (
             rec.why
         )
         if rec.gpu_count > 1 and rec.gpu_name.startswith("NVIDIA GeForce"):
@@ -274,9 +297,12 @@ def test_cards_beyond_the_free_slots_come_with_a_host() -> None:
 
 def _open_precision(rec: Recommendation) -> str:
     """The precision a request that states none runs in as asked (rules default-precision-bf16 and
-    serve-in-fp8-where-native): fp8 when serving on a GPU with fp8 tensor cores, else bf16."""
-    native = "fp8" in default_advisor().kb.gpus[rec.gpu].native_precisions
-    return "fp8" if rec.method == "inference" and native else "bf16"
+    serve-in-fp8-where-native): fp8 when serving on a GPU with fp8 tensor cores, else bf16, or fp16
+    on a GPU without bf16 (the same plan: Planner.own_precisions)."""
+    native = default_advisor().kb.gpus[rec.gpu].native_precisions
+    if rec.method == "inference" and "fp8" in native:
+        return "fp8"
+    return "bf16" if "bf16" in native else "fp16"
 
 
 GRID_SIZES_B = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
@@ -308,7 +334,10 @@ def test_the_grid_answers_within_its_constraints(
     assert all(as_asked) or not any(as_asked), [(r.method, r.precision) for r in recs]
     for rec in recs:
         assert rec.memory.per_gpu_gb <= rec.vram_per_gpu_gb, rec.why
-        assert acquisition == "any" or rec.acquisition == acquisition
+        # the computer a user already has stands beside any purchase for a tiny run (rule
+        # tiny-runs-need-no-gpu): nothing to buy is the first answer to "what should I buy?"
+        yours = rec.acquisition == "owned" and rec.gpu_name == YOUR_COMPUTER_NAME
+        assert acquisition == "any" or rec.acquisition == acquisition or yours
         if budget is not None:
             assert paid(rec) <= budget + 1e-6, (rec.gpu, paid(rec))
     if objective == "fastest" and len(recs) > 1 and recs[0].throughput.training_hours is not None:
@@ -442,8 +471,155 @@ def test_a_target_left_in_the_default_precision_is_not_called_not_as_asked() -> 
 
 
 def test_an_embedding_model_keeps_16_bits_on_fp8_gpus() -> None:
-    """fp8's evidence is for generation; embedding servers (TEI, Infinity) run bge-m3 in 16 bits."""
+    """fp8's evidence is for generation; embedding servers (TEI, Infinity) run bge-m3 in 16 bits (fp16
+    on a GPU without bf16)."""
     answer = ask(
         {"task": "inference", "model": "bge-m3", "batch_size": 64, "seq_len": 512}, {"acquisition": "rent"}
     )
-    assert answer.feasible and all(rec.precision == "bf16" for rec in answer.recommendations)
+    assert answer.feasible
+    gpus = default_advisor().kb.gpus
+    for rec in answer.recommendations:
+        assert rec.precision == ("bf16" if "bf16" in gpus[rec.gpu].native_precisions else "fp16"), rec.gpu
+
+
+MATURITY_WORDS = "(kb/stacks maturity)"
+
+
+def test_immature_software_weighs_unless_its_vendor_is_named() -> None:
+    """Issue 23 item 3. Pretraining 1B on 20B tokens on premises with $40k: consumer Radeon's training
+    software is limited (ROCm FlashAttention has no gfx1100 support, ROCm/flash-attention issue 93), so
+    an RX 7900 XTX rig does not rank first, and its `why` says why. Naming AMD opts in: the words go."""
+    workload = {"task": "pretrain", "params_b": 1, "training_tokens_b": 20}
+    constraints: dict[str, Any] = {"on_prem_only": True, "budget_usd": 40000}
+    answer = ask(workload, constraints, top_k=20)
+    assert answer.recommendations[0].gpu != "amd-rx-7900-xtx"
+    radeon = [rec for rec in answer.recommendations if rec.gpu == "amd-rx-7900-xtx"]
+    assert radeon and all(MATURITY_WORDS in rec.why and "gfx1100" in rec.why for rec in radeon)
+    assert all(MATURITY_WORDS not in rec.why for rec in answer.recommendations if rec.platform == "cuda")
+    chosen = ask(workload, {**constraints, "vendors": ["amd"]})
+    assert chosen.feasible and all(MATURITY_WORDS not in rec.why for rec in chosen.recommendations)
+
+
+def test_a_service_for_a_team_runs_on_a_mature_serving_stack() -> None:
+    """Issue 23 item 3: a team serving gpt-oss-120b (16 sequences at a time) is not told to buy a Mac
+    (Apple's MLX server is 'not recommended for production', mlx-lm SERVER.md); one user's local model
+    still may be."""
+    team = ask({"task": "inference", "model": "gpt-oss-120b", "batch_size": 16}, {"acquisition": "buy"})
+    assert team.feasible and team.recommendations[0].platform not in ("mps", "mlx")
+    assert all(MATURITY_WORDS in rec.why for rec in team.recommendations if rec.platform in ("mps", "mlx"))
+    alone = ask({"task": "inference", "model": "gpt-oss-120b"}, {"acquisition": "buy"})
+    assert all(MATURITY_WORDS not in rec.why for rec in alone.recommendations)
+
+
+def test_time_counts_near_the_deadline() -> None:
+    """Issue 23 item 4: in `balanced`, of two single-GPU options an option that finishes in at most half
+    the time for at most a tenth more ranks first (docs/ranking.md, the 1B example: one RTX 4090 took
+    669 h of the 720 h month for $4,409, one RTX PRO 6000 219 h for $11,339; the slack factor
+    1/sqrt(1 - T/D) weighs them 3.75x and 1.20x)."""
+    answer = ask(
+        {"task": "pretrain", "params_b": 1, "training_tokens_b": 20},
+        {"on_prem_only": True, "budget_usd": 40000},
+        top_k=20,
+    )
+    ranked = answer.recommendations
+    hours = {rec.rank: rec.throughput.training_hours or 0.0 for rec in ranked}
+    for slow in ranked:
+        for fast in ranked:
+            quicker = fast.gpu_count <= slow.gpu_count and hours[fast.rank] <= hours[slow.rank] / 2
+            if quicker and fast.cost.horizon_cost_usd <= 1.1 * slow.cost.horizon_cost_usd:
+                assert fast.rank < slow.rank, (fast.gpu, slow.gpu)
+    # the first option leaves slack before the month: no run that takes nine tenths of it
+    deadline = float(answer.assumptions["deadline_hours"])
+    assert hours[1] < 0.9 * deadline
+    ranks = {rec.gpu: rec.rank for rec in ranked if rec.gpu_count == 1}
+    assert ranks["nvidia-rtx-pro-6000-blackwell"] < ranks.get("nvidia-rtx-4090", len(ranked) + 1)
+
+
+def test_a_tiny_run_needs_no_gpu() -> None:
+    """Issue 23 item 5: a 1M-parameter model pretrained on its default 20M tokens (0.12 PFLOP) runs
+    on the computer the user has, in fp32, for nothing; no runner-up takes more than one GPU."""
+    answer = ask({"task": "pretrain", "params_b": 0.001})
+    best = answer.recommendations[0]
+    assert best.gpu_name == YOUR_COMPUTER_NAME and best.acquisition == "owned" and best.precision == "fp32"
+    assert best.cost.capex_usd == 0 and (best.cost.run_cost_usd or 0.0) < 0.1
+    assert all(rec.gpu_count == 1 for rec in answer.recommendations)
+
+
+def test_a_short_run_that_fits_one_gpu_gets_no_multi_gpu_runner_up() -> None:
+    """Issue 23 item 5: BERT-base full fine-tune (0.11B x 100M tokens x 6 = 66 PFLOP, minutes on one GPU):
+    no option of two L40S, or any other multi-GPU one (rule one-gpu-for-a-short-run)."""
+    answer = ask({"task": "full_finetune", "model": "bert-base"}, top_k=10)
+    assert answer.feasible and all(rec.gpu_count == 1 for rec in answer.recommendations)
+
+
+def test_compare_with_precision_open_says_which_precision_did_not_fit() -> None:
+    """Issue 23 item 8: with no precision asked, /compare names the default precision that did not
+    fit and the quality trade-off that does, never 'as asked'."""
+    from engine.models.compare import CompareRequest
+
+    body = {
+        "request": {"workload": {"task": "inference", "model": "llama-3-1-70b"}},
+        "choices": [{"gpu": "nvidia-h100-sxm"}, {"gpu": "nvidia-l40s"}],
+    }
+    answer = default_advisor().compare(CompareRequest.model_validate(body))
+    l40s = next(c for c in answer.choices if c.gpu == "nvidia-l40s")
+    assert "as asked" not in l40s.verdict and "does not fit in fp8" in l40s.verdict
+    assert "quality trade-off" in l40s.verdict
+    assert "as asked" not in answer.summary
+
+
+def test_an_owned_gpu_without_bf16_runs_in_fp16_as_asked() -> None:
+    """Round 4, #30 (mcp-vector-search issue 124): all-MiniLM-L6-v2 over 232k chunks on the asker's T4.
+    The T4 (Turing) has no bf16; with no precision stated it runs fp16, the same plan, and is first."""
+    answer = ask(
+        {"task": "inference", "model": "all-minilm-l6-v2", "serving": {"corpus_documents": 232047}},
+        {"existing_hardware": [{"gpu": "nvidia-t4", "count": 1}]},
+    )
+    best = answer.recommendations[0]
+    assert (best.gpu, best.acquisition, best.precision) == ("nvidia-t4", "owned", "fp16")
+
+
+def test_owned_hardware_a_rule_drops_is_listed_as_rejected() -> None:
+    """Round 4, #39 (nanoGPT issue 363): GPT-2 124M on 295B tokens takes an RTX 4090 past the default
+    month; the card the asker owns is named among the rejections, with the rule."""
+    answer = ask(
+        {"task": "pretrain", "params_b": 0.124, "training_tokens_b": 295},
+        {"existing_hardware": [{"gpu": "nvidia-rtx-4090", "count": 1}]},
+    )
+    owned = [r for r in answer.rejected if r.acquisition == "owned"]
+    assert [(r.gpu, r.rule) for r in owned] == [("nvidia-rtx-4090", "training-finishes-by-the-deadline")]
+
+
+def test_a_target_that_fits_sharded_carries_no_cannot_run_warning() -> None:
+    """Round 4, #34 (LlamaFactory issue 4559): QLoRA of a 70B model over 4 x A10G fits with ZeRO-3 and
+    checkpointing; the pre-sizing warning that one GPU's share does not fit is not repeated."""
+    answer = ask(
+        {"task": "qlora", "model": "llama-3-1-70b"}, {"target_hardware": {"gpu": "nvidia-a10g", "count": 4}}
+    )
+    assert answer.target_fit is not None and answer.target_fit.fits
+    assert not any("cannot run this task" in w for w in answer.warnings)
+
+
+def test_an_offload_plan_says_the_host_ram_it_needs_in_its_headline() -> None:
+    """Round 4, #35 (axolotl issue 1439): a 70B full fine-tune on 8 x A100 80GB offloads its states;
+    16 bytes per parameter of ~69B is about 1.1 TB of host RAM, the asker's 1 TB failure."""
+    answer = ask(
+        {"task": "full_finetune", "model": "llama-2-70b"},
+        {"target_hardware": {"gpu": "nvidia-a100-sxm-80gb", "count": 8}},
+    )
+    assert "GB of host RAM per node" in answer.summary.split(". The best option")[0]
+
+
+def test_an_moe_given_by_its_counts_decodes_its_active_share() -> None:
+    """Round 4, #45 (grok-1 issue 120): Grok-1 as 314B total; with 86B active a token reads far less
+    than with all 314B, and fewer active parameters decode faster on the same hardware."""
+
+    def speed(active: float) -> float:
+        body = {"task": "inference", "params_b": 314, "active_params_b": active}
+        return (
+            ask(body, {"target_hardware": {"gpu": "nvidia-h200-sxm", "count": 4}})
+            .recommendations[0]
+            .throughput.tokens_per_s
+        )
+
+    assert speed(20) > 1.5 * speed(86)

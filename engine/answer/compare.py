@@ -5,7 +5,7 @@ and judged in a few words: "fits, 46 tok/s, $0.61/h" or "does not fit: needs 31.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.answer.explain import money, workload_words
@@ -14,6 +14,7 @@ from engine.answer.ranking import Ranked, measure
 from engine.answer.target import OnHardware, fit_on, plan_on
 from engine.knowledge.kb import KB
 from engine.models.compare import Choice, ComparedChoice
+from engine.models.kb import Gpu
 from engine.models.response import TargetFit
 from engine.planning.candidates import Context
 from engine.planning.planner import Candidate, Planner
@@ -77,8 +78,10 @@ def compared(
     outcome: Outcome,
     job: Job,
     cited: Mapping[int, tuple[str, ...]],
-    precision: str,
+    precision_on: Callable[[Gpu], str],
 ) -> list[ComparedChoice]:
+    """Each choice as the answer shows it; `precision_on` (the planner's) gives the precision a GPU
+    runs the job in as asked, or by default when the request states none."""
     order = {i: n + 1 for n, i in enumerate(ranked)}
     answers = []
     for i, j in enumerate(judged):
@@ -90,7 +93,7 @@ def compared(
                 gpu_name=kb.gpus[j.choice.gpu].name,
                 count=j.choice.count,
                 acquisition=j.choice.acquisition,
-                verdict=verdict(kb, j, job.task, precision),
+                verdict=verdict(kb, j, job, precision_on(kb.gpus[j.choice.gpu])),
                 feasible=found is not None,
                 fit=j.fit,
                 ruled_out=first.reason if first else None,
@@ -103,8 +106,10 @@ def compared(
     return answers
 
 
-def verdict(kb: KB, judged: Judged, task: str, precision: str) -> str:
-    """The choice's verdict in a few words."""
+def verdict(kb: KB, judged: Judged, job: Job, precision: str) -> str:
+    """The choice's verdict in a few words; `precision` is the one the job runs in on this GPU as
+    asked (the default one when the request states none: then a change is not 'as asked')."""
+    task = job.task
     choice, on, fit = judged.choice, judged.on, judged.fit
     if on.options == 0:
         how = {"buy": "buy", "rent": "rent", "owned": "own"}.get(choice.acquisition or "", "get")
@@ -116,9 +121,14 @@ def verdict(kb: KB, judged: Judged, task: str, precision: str) -> str:
         figures = f"{_speed(best)}, {_price(best)}"
         layout = best.spec.layout
         if _changed(best, task):
-            changed = layout.method if layout.method != task else layout.precision
+            method_changed = layout.method != task
+            changed = layout.method if method_changed else layout.precision
             if fit.fits:
                 return f"fits, but runs within the constraints only as {changed}: {figures}"
+            if not method_changed and job.requested_precision is None:
+                # no precision was asked: the default one did not fit, a quality trade-off does
+                traded = f"{changed} (a quality trade-off)"
+                return f"does not fit in {precision}: {needs}; runs as {traded}: {figures}"
             return f"does not fit as asked: {needs}; runs as {changed}: {figures}"
         return f"fits, {figures}"
     if fit.per_gpu_gb == 0 and not fit.fits:

@@ -6,12 +6,16 @@ from collections.abc import Mapping, Sequence
 
 from engine.models.response import TraceStep
 from engine.models.rule import Citation, Rule
+from engine.planning.candidates import required_psu_watts
 from engine.planning.economics import Costs
 from engine.planning.planner import Candidate
 from engine.planning.workload import Job
 from engine.reasoning.policy import Policy
 from engine.reasoning.refengine import Outcome
 from engine.sizing import GB
+
+YOUR_COMPUTER_NAME = "Your own computer's CPU"
+"""How an answer names the computer a user is assumed to have, for a tiny job"""
 
 READ_FACTS = (
     "size_tier",
@@ -21,6 +25,7 @@ READ_FACTS = (
     "plan.memory_headroom_pct",
     "plan.gradient_checkpointing",
     "plan.spare_replicas",
+    "plan.your_computer",
     "ranking.value",
     "acquisition_lean",
 )
@@ -68,6 +73,8 @@ def money(usd: float) -> str:
 def hardware(candidate: Candidate) -> str:
     option = candidate.option
     count = f"{candidate.gpu_count} x " if candidate.gpu_count > 1 else ""
+    if option.assumed:
+        return f"{YOUR_COMPUTER_NAME}, already yours (a recent desktop CPU's speed is assumed)"
     if option.acquisition == "owned":
         how = "already owned"
     elif option.acquisition == "buy":
@@ -77,6 +84,9 @@ def hardware(candidate: Candidate) -> str:
         offer = option.offer
         where = f"{offer.provider} {offer.instance_type}" if offer else "a cloud"
         how = f"rented {option.pricing.replace('_', '-')} ({where})"
+        if option.pricing == "spot" and option.attrs.get("provider_kind") in ("marketplace", "aggregator"):
+            # a marketplace's spot figure is the cheapest listing seen: one host's, not a region's supply
+            how += ", a marketplace spot price (one host's listing; check that it is still offered)"
     return f"{count}{option.gpu.name}, {how}"
 
 
@@ -85,12 +95,15 @@ def host_words(candidate: Candidate) -> str:
     option = candidate.option
     if option.own_host and option.acquisition == "buy":
         cards = "cards go" if option.count > 1 else "card goes"
+        slots = "free PCIe x16 slots" if option.count > 1 else "a free PCIe x16 slot"
+        card_w = option.gpu.tdp_w * option.count if option.gpu.tdp_w else 0
+        supply = required_psu_watts(option.gpu.tdp_w or 0, option.count)
         watts = (
-            f", whose power supply must carry {option.gpu.tdp_w * option.count:,} W more"
-            if option.gpu.tdp_w
+            f", whose power supply must carry {card_w:,} W more (a {supply:,} W supply in all)"
+            if card_w
             else ""
         )
-        return f"Platform: the {cards} into your own machine (constraints.free_pcie_slots){watts}."
+        return f"Platform: the {cards} into a machine you own ({slots}){watts}."
     if option.host is None or option.acquisition != "buy" or option.capex_usd <= 0:
         return ""
     nodes = f"{option.nodes} x " if option.nodes > 1 else ""
@@ -111,6 +124,9 @@ def plan_words(candidate: Candidate) -> str:
             words += f" (degree {layout.tp})"
     if layout.checkpointing:
         words += ", activation checkpointing on"
+    if candidate.memory.host > 0:  # what ZeRO-Offload needs of each node, said where the plan is
+        per_node = candidate.memory.host * candidate.option.gpus_per_node / GB
+        words += f", {per_node:,.0f} GB of host RAM per node for the offloaded states"
     return words
 
 
@@ -262,7 +278,14 @@ def reasons(candidate: Candidate, policy: Policy, job: Job) -> list[str]:
         found += [
             s.message for s in policy.suggestions if s.kind == "precision" and s.value == layout.precision
         ]
-    found += [p.message for p in policy.preferences if p.rule in candidate.preferred_by]
+    for preference in policy.preferences:
+        if preference.rule in candidate.preferred_by and preference.holds_for_plan(
+            candidate.plan_attrs, candidate.option.attrs
+        ):
+            found.append(preference.message)
+            # a stack's maturity: the KB's reason for its level, after the rule's words
+            found += [candidate.option.maturity_reasons.get(name, "") for name in preference.where]
+    found = [message for message in found if message]
     unique: list[str] = []
     for message in found:
         if message not in unique:

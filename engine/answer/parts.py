@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 
-from engine.answer.explain import TASK_WORDS, citation_text, reasons, relevant_steps, why
+from engine.answer.explain import TASK_WORDS, YOUR_COMPUTER_NAME, citation_text, reasons, relevant_steps, why
 from engine.answer.launch import launch
 from engine.answer.ranking import Ranked
 from engine.models.kb import Provider
@@ -58,7 +58,7 @@ def recommendation(
         rank=rank_no,
         score=round(ranked.score, 4),
         gpu=option.gpu.id,
-        gpu_name=option.gpu.name,
+        gpu_name=YOUR_COMPUTER_NAME if option.assumed else option.gpu.name,
         gpu_count=c.gpu_count,
         nodes=option.nodes * c.copies,
         vram_per_gpu_gb=float(c.attrs["vram_per_gpu_gb"]),
@@ -115,6 +115,11 @@ def launch_of(c: Candidate, job: Job, providers: Mapping[str, Provider]) -> Laun
     )
 
 
+def _rejection_order(rejection: Rejection) -> tuple[bool, int, str]:
+    option = rejection.option
+    return option.acquisition != "owned", option.count, option.acquisition
+
+
 def rejected(rejections: Sequence[Rejection], candidates: Sequence[Candidate] = ()) -> list[Rejected]:
     """A few notable rejections per rule: distinct GPUs, the highest-bandwidth first (the hardware
     people ask about), so the reader sees what each rule ruled out. A rejection of more GPUs of a kind
@@ -133,18 +138,21 @@ def rejected(rejections: Sequence[Rejection], candidates: Sequence[Candidate] = 
         by_rule.setdefault(rejection.rule, []).append(rejection)
     picked: list[Rejected] = []
     for rule in sorted(by_rule):
-        # per GPU, its first rejection with the fewest GPUs (then acquisition); then the GPUs
-        # with the most bandwidth (one pass and a sort of GPUs, not of every rejection)
+        # per GPU, its first rejection of hardware the user owns, else with the fewest GPUs (then
+        # acquisition); then owned hardware first (what the user asked about by owning it), then the
+        # GPUs with the most bandwidth (one pass and a sort of GPUs, not of every rejection)
         per_gpu: dict[str, Rejection] = {}
         for rejection in by_rule[rule]:
             held = per_gpu.get(rejection.option.gpu.id)
-            if held is None or (rejection.option.count, rejection.option.acquisition) < (
-                held.option.count,
-                held.option.acquisition,
-            ):
+            if held is None or _rejection_order(rejection) < _rejection_order(held):
                 per_gpu[rejection.option.gpu.id] = rejection
         chosen = sorted(
-            per_gpu.values(), key=lambda r: (-r.option.gpu.memory_bandwidth_gbs, r.option.gpu.id)
+            per_gpu.values(),
+            key=lambda r: (
+                r.option.acquisition != "owned",
+                -r.option.gpu.memory_bandwidth_gbs,
+                r.option.gpu.id,
+            ),
         )[:REJECTED_PER_RULE]
         for rejection in chosen:
             option = rejection.option
@@ -161,10 +169,12 @@ def rejected(rejections: Sequence[Rejection], candidates: Sequence[Candidate] = 
     return picked[:MAX_REJECTED]
 
 
-def warnings(job: Job, policy: Policy) -> list[str]:
+def warnings(job: Job, policy: Policy, *, overruled: frozenset[str] = frozenset()) -> list[str]:
+    """The rules' notices, less those of the `overruled` rules (whose pre-sizing estimate the plan
+    proved wrong), then the sizing's own cautions."""
     found: list[str] = []
     for notice in policy.notices:
-        if notice.message not in found:
+        if notice.message not in found and notice.rule not in overruled:
             found.append(notice.message)
     if job.architecture_source == "estimated":
         found.append(

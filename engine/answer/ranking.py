@@ -11,7 +11,8 @@ of them to propose first. docs/ranking.md states the formulas with worked exampl
 - balanced (default): the simplest sufficient option unless a larger one is clearly cheaper. Each
   doubling of the GPU count must save a quarter of the cost, and each extra node a third:
   E = C x (4/3)^log2(GPUs) x 1.5^(nodes - 1). One GPU at $100 beats two at $76; two at $74 win.
-  Serving also weighs speed up to three times the per-user floor: E x 3f / min(tokens/s, 3f).
+  Serving also weighs speed up to three times the per-user floor: E x 3f / min(tokens/s, 3f); a
+  training run weighs the slack it leaves before its deadline: E x 1 / sqrt(1 - T/D).
 
 Each measure is scaled by 4^-w for the summed weight w of the rules' `prefer` actions matching the
 option (w = 0.1: 13% better; w = -0.3: 52% worse; owned hardware, w = 1: a quarter). The score is the best
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import inf
+from math import inf, sqrt
 
 from engine.planning.measures import complexity_of, preference_factor
 from engine.planning.planner import Candidate
@@ -32,6 +33,9 @@ from engine.planning.planner import Candidate
 SECONDS_PER_HOUR = 3600.0
 SPEED_CREDIT = 3.0
 """balanced serving: speed counts up to three times the per-user floor (30 tokens/s at the default 10)"""
+LEAST_SLACK = 0.01
+"""balanced training: the slack factor's floor on 1 - T/D, so a run that takes its whole deadline
+weighs ten times its cost rather than infinitely"""
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,18 @@ def speed_factor(candidate: Candidate, floor: float | None) -> float:
         return 1.0
     enough = SPEED_CREDIT * floor
     return enough / max(min(candidate.speed.tokens_per_s, enough), 1e-12)
+
+
+def slack_factor(candidate: Candidate) -> float:
+    """balanced training: 1 / sqrt(1 - T/D) for a run of T hours with a deadline of D. A run that takes
+    a small share of its deadline is barely weighed (a tenth: 5% more); one that takes most of it is
+    one restart from missing it (a rerun after a crash, a node lost, a learning rate retuned), so
+    time counts as it nears the deadline: half of it 1.41x, three quarters 2x, 93% 3.8x. An option
+    that finishes in a fraction of the time for about the same cost ranks first."""
+    share = candidate.deadline_share
+    if share is None or candidate.spec.layout.method == "inference":
+        return 1.0
+    return 1.0 / sqrt(max(1.0 - share, LEAST_SLACK))
 
 
 def wall_clock(candidate: Candidate) -> float:
@@ -81,7 +97,9 @@ def measure(candidate: Candidate, objective: str, floor: float | None = None) ->
     elif objective == "cheapest":
         base = cost(candidate)
     else:
-        base = cost(candidate) * complexity(candidate) * speed_factor(candidate, floor)
+        base = (
+            cost(candidate) * complexity(candidate) * speed_factor(candidate, floor) * slack_factor(candidate)
+        )
     return float(base * preference_factor(candidate.preference))
 
 

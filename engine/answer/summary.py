@@ -57,6 +57,16 @@ def summary(
     return text
 
 
+def desktop_assumption(gpu_name: str, psu_watts: int, budget_usd: float | None) -> str:
+    """The assumption behind an answer priced as cards alone when the request described no machine."""
+    budget = f"the ${budget_usd:,.0f} budget" if budget_usd is not None else "the budget"
+    return (
+        f"This assumes a desktop you already own with a free PCIe x16 slot and at least a {psu_watts:,} W "
+        f"power supply for the {gpu_name}: {budget} does not cover a machine to hold it "
+        "(set constraints.existing_host to state yours)."
+    )
+
+
 def main_reason(rejections: Sequence[Rejection], relaxation: Relaxation | None) -> str:
     """The constraint that fails: the one whose relaxation helps, else the commonest reason."""
     if not rejections:

@@ -332,6 +332,83 @@ def _price(text: str) -> float | None:
     return value if value > 0 else None
 
 
+LOCAL_ZONE_SOURCE: dict[str, Any] = {
+    "url": "https://docs.aws.amazon.com/local-zones/latest/ug/how-local-zones-work.html",
+    "accessed": date(2026, 11, 26),
+    "note": "a Local Zone is an extension of a Region placed near one metro's users, with a subset of "
+    "the Region's instance types",
+}
+"""Why a Local Zone's spot price is not the Region's: AWS's own description of Local Zones."""
+
+
+@dataclass(frozen=True)
+class LocalZoneSpot:
+    """What a snapshot coverage note says about a spot minimum that sits in an AWS Local Zone."""
+
+    zone: str
+    """the Local Zone as the note names it: `the Local Zone usw2-lax1-az1`, `a us-east-1 Local Zone
+    (use1-atl2-az1)`, or `a us-east-1 Local Zone` when the note names only its parent Region"""
+    regular_min: float | None
+    """the minimum spot price over the regular availability zones, where the note gives it"""
+    regular_where: str | None = None
+    """the region of that regular-AZ minimum, where the note names it"""
+
+
+# The snapshot's notes (data/cloud-catalog/aws.csv, `coverage`) use three wordings:
+#   "min spot in Local Zone usw2-lax1-az1; regular-AZ min spot 0.4798"
+#   "min spot is in a us-east-1 Local Zone (use1-atl2-az1); min spot in a regular AZ 11.2543 (us-east-2)"
+#   "min spot in a us-east-1 Local Zone; regular-AZ min spot 21.0148"
+# The patterns below read each clause on its own, so the order of clauses and small changes of
+# wording ("is in a", parentheses or not) do not matter.
+_LOCAL_ZONE = re.compile(r"\bmin(?:imum)? spot\b.*\blocal zone\b", re.IGNORECASE)
+_ZONE_ID = re.compile(r"\b[a-z]{2,4}\d+-[a-z]+\d+[a-z]?-az\d+\b")  # AWS zone ids: use1-atl2-az1
+_PARENT_REGION = re.compile(r"\b([a-z]{2}(?:-gov)?-[a-z]+-\d+) local zone\b", re.IGNORECASE)
+_REGULAR_MIN = re.compile(
+    r"\bregular[- ]az\b.*?(\d+(?:\.\d+)?)(?:\s*\(([a-z]{2}(?:-gov)?-[a-z]+-\d+)\))?", re.IGNORECASE
+)
+
+
+def local_zone_spot(coverage: str) -> LocalZoneSpot | None:
+    """The Local Zone caveat of a coverage note, or None when the note says nothing of one."""
+    clauses = [c.strip() for c in coverage.split(";")]
+    local = next((c for c in clauses if _LOCAL_ZONE.search(c)), None)
+    if local is None:
+        return None
+    zone = _ZONE_ID.search(local)
+    parent = _PARENT_REGION.search(local)
+    name = f"a {parent.group(1)} Local Zone" if parent else "a Local Zone"
+    if zone is not None:
+        name = f"{name} ({zone.group(0)})" if parent else f"the Local Zone {zone.group(0)}"
+    for clause in clauses:
+        regular = _REGULAR_MIN.search(clause)
+        if regular is not None:
+            return LocalZoneSpot(name, float(regular.group(1)), regular.group(2))
+    return LocalZoneSpot(name, None)
+
+
+def _regional_spot(listed: float, local: LocalZoneSpot) -> tuple[float | None, str]:
+    """The spot price an offer states when the snapshot's minimum sits in a Local Zone, and the
+    note that says so. A Local Zone is a metro extension of a Region with a few instance types and
+    little capacity (LOCAL_ZONE_SOURCE); its spot minimum is what that one site's spare capacity
+    fetched, not what the Region offers, so the offer states the minimum over regular zones. With
+    no regular-zone figure there is no spot price the Region is known to offer: none is stated."""
+    why = (
+        "Local Zones are small metro extensions of a Region with few instances, and their spot "
+        "minimum is not what the Region offers"
+    )
+    if local.regular_min is None or local.regular_min < listed:
+        # A regular minimum below the overall minimum would contradict the note: trust neither.
+        return None, (
+            f"spot price {listed:g} set aside: it is the minimum in {local.zone}, and the snapshot gives "
+            f"no minimum over regular availability zones; {why}"
+        )
+    where = f" ({local.regular_where})" if local.regular_where else ""
+    return local.regular_min, (
+        f"spot price is the minimum over regular availability zones{where}, {local.regular_min:g}; the "
+        f"snapshot's minimum {listed:g} in {local.zone} is set aside: {why}"
+    )
+
+
 def _draft(
     source: str,
     row: dict[str, str],
@@ -371,6 +448,14 @@ def _draft(
     notes = [f"as_of is {config.as_of_note}", "prices are per instance, the minimum over the regions listed"]
     if row.get("coverage") and row["coverage"] != "full":
         notes.append(f"snapshot note: {row['coverage']}")
+    extra_sources: list[dict[str, Any]] = []
+    local = local_zone_spot(row.get("coverage", ""))
+    if local is not None and spot is not None:
+        spot, note = _regional_spot(spot, local)
+        notes.append(note)
+        extra_sources.append(LOCAL_ZONE_SOURCE)
+        if on_demand is None and spot is None:
+            return skip(f"no price left: {note}")
     if override is not None:
         notes.append(f"gpu/count corrected: {override.reason}")
     regions = [r for r in row.get("regions", "").split(";") if r]
@@ -394,7 +479,8 @@ def _draft(
                 "url": f"{CATALOG_REPO_URL}/{commit}/{catalog_path}",
                 "accessed": config.as_of,
                 "note": f"snapshot row data/{source} (SkyPilot catalog)",
-            }
+            },
+            *extra_sources,
         ],
     }
     version = re.search(r"/v(\d+)/", catalog_path)

@@ -46,6 +46,11 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     ),
     *_option("platform", "`cuda`, `rocm`, `mps`, `mlx`, `cpu`, ... the stack it runs on"),
     *_option(
+        "training_maturity serving_maturity",
+        "how ready the platform's software is for that work on this device class (kb/stacks/ "
+        "`maturity`): `production`, `maturing`, `limited`, `unrated`",
+    ),
+    *_option(
         "interconnect",
         "kind of the GPU-to-GPU link: `nvlink`, `nvswitch`, `pcie`, `infiniband`, `unified`, `none`, ...",
     ),
@@ -65,6 +70,11 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "vendor_allowed provider_allowed usable_from_os",
         "`true` when the option passes `constraints.vendors` / `constraints.providers` / runs from the "
         "user's OS",
+    ),
+    *_option(
+        "within_host_power",
+        "`true` unless the cards go into the user's own machine and need a larger power supply than "
+        "`constraints.existing_host.psu_watts`",
     ),
     *_plan("method precision", "the plan's method and weights precision"),
     *_plan("method_changed precision_changed", "`true` when they differ from the request"),
@@ -92,6 +102,7 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "finishes_in_time",
         "training: the run's estimated hours are within `sizing.deadline_hours` (`true` when there is none)",
     ),
+    *_plan("run_hours", "training: the run's estimated wall-clock hours (0 when unknown, and for serving)"),
     *_plan(
         "fast_enough_per_user",
         "inference: each sequence decodes at least `sizing.per_user_tokens_per_s` (`true` when there is "

@@ -165,6 +165,12 @@ class Gpu(Entity):
         None, description="INT8 tensor throughput with structured sparsity, TOPS"
     )
     tdp_w: Annotated[int, Field(gt=0, le=5000)] | None = Field(None, description="rated power (TDP), watts")
+    sustained_tensor_share: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        None,
+        description="share of its datasheet tensor rates the card sustains under a long matmul load, "
+        "where its power limit holds the clock below the boost clock the datasheet assumes (a 72 W "
+        "L4), relative to the GPU the speed model is calibrated on; absent: 1",
+    )
     interconnect: EntityId = Field(description="GPU-to-GPU link (interconnect id)")
     interconnect_gbs: PositiveFloat | None = Field(
         None, description="per-GPU GPU-to-GPU bandwidth, bidirectional aggregate"
@@ -336,12 +342,47 @@ class Precision(Entity):
     range_note: Text = Field(description="range and precision, in words")
 
 
+MaturityLevel = Literal["production", "maturing", "limited"]
+TaskKind = Literal["training", "serving"]
+
+
+class Maturity(Strict):
+    """How ready a stack's software is for one kind of work on one class of device, with its sources."""
+
+    task: TaskKind = Field(description="training (pretraining and fine-tuning) | serving")
+    gpu_class: GpuClass | Literal["any"] = Field(
+        "any", description="the device class it holds for (consumer, datacenter, ...), or any"
+    )
+    level: MaturityLevel = Field(
+        description="production: the mainstream engines and frameworks support it and teams run it in "
+        "production | maturing: supported, with gaps (kernels, models or features lag; porting) | "
+        "limited: community or experimental support, not for production"
+    )
+    reason: Text = Field(description="why, in one sentence")
+    sources: Sources
+
+
 class Stack(Entity):
     """A software platform an accelerator runs on: CUDA, ROCm, MPS, MLX, XLA, ..."""
 
     name: Name = Field(description="display name")
     vendors: list[Vendor] = Field(min_length=1, description="vendors whose accelerators it runs on")
     description: Text = Field(description="what it is, what it is good for, and its limits")
+    maturity: list[Maturity] = Field(
+        default_factory=list,
+        description="how ready its software is, per task kind and device class (the most specific "
+        "entry holds: a device class before `any`)",
+    )
+
+    def maturity_for(self, task: TaskKind, gpu_class: str) -> Maturity | None:
+        """The entry for this task on this device class: its own class's, else `any`'s, else None."""
+        fallback = None
+        for entry in self.maturity:
+            if entry.task == task and entry.gpu_class == gpu_class:
+                return entry
+            if entry.task == task and entry.gpu_class == "any":
+                fallback = entry
+        return fallback
 
 
 class OsStackSupport(Strict):

@@ -456,6 +456,19 @@ class HardwareCount(RequestModel):
     count: Annotated[int, Field(ge=1, le=100_000)] = Field(1, description="how many of these GPUs")
 
 
+class ExistingHost(RequestModel):
+    """A desktop or server the user already owns, that bought PCIe cards can go into."""
+
+    free_pcie_slots: Annotated[int, Field(ge=1, le=8)] = Field(
+        1, description="free PCIe x16 slots, spaced for the cards' coolers"
+    )
+    psu_watts: Annotated[int, Field(ge=200, le=5000)] | None = Field(
+        None,
+        description="the power supply's rating, watts: cards the machine cannot power (with the rest "
+        "of it, at most 85% of the rating) are not proposed for it",
+    )
+
+
 class Constraints(RequestModel):
     """What the hardware must respect, and the circumstances it will run in."""
 
@@ -465,6 +478,7 @@ class Constraints(RequestModel):
             "allOf": [
                 _not_both("utilization_pct", {"type": "number"}, "hours_per_week", {"type": "number"}),
                 _not_both("on_prem_only", {"const": True}, "acquisition", {"const": "rent"}),
+                _not_both("free_pcie_slots", {"type": "integer"}, "existing_host", {"type": "object"}),
             ]
         }
     )
@@ -519,6 +533,11 @@ class Constraints(RequestModel):
         description="free PCIe x16 slots in a desktop or server you already own, with the power and "
         "cooling for the cards: bought PCIe cards, up to this many, are priced without a host",
     )
+    existing_host: ExistingHost | None = Field(
+        None,
+        description="a machine you own for bought PCIe cards, with its free slots and power supply: "
+        "bought cards that fit it are priced without a host (`free_pcie_slots` with its power stated)",
+    )
     allow_quantization: bool = Field(
         True, description="false: keep the stated precision for weights and KV cache"
     )
@@ -543,6 +562,22 @@ class Constraints(RequestModel):
         if value is not None and info.data.get("utilization_pct") is not None:
             raise ValueError("give utilization_pct or hours_per_week, not both")
         return value
+
+    @field_validator("existing_host")
+    @classmethod
+    def _one_count_of_slots(cls, value: ExistingHost | None, info: ValidationInfo) -> ExistingHost | None:
+        if value is not None and info.data.get("free_pcie_slots") is not None:
+            raise ValueError(
+                "give free_pcie_slots or existing_host (which has its own free_pcie_slots), not both"
+            )
+        return value
+
+    @property
+    def host_slots(self) -> int:
+        """Free PCIe x16 slots in a machine the user owns (0 when none is stated)."""
+        if self.existing_host is not None:
+            return self.existing_host.free_pcie_slots
+        return self.free_pcie_slots or 0
 
     @field_validator("gpu_count")
     @classmethod

@@ -11,6 +11,7 @@ to buy, though its host's power is still paid.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -63,6 +64,10 @@ class Option:
     """bought cards that go into a machine the user already owns (`constraints.free_pcie_slots`)"""
     host_price: HostPrice | None = None
     """the price range `host_unit_usd` is the midpoint of"""
+    assumed: bool = False
+    """owned by assumption, not by the request: the computer a user already has, for a tiny job"""
+    maturity_reasons: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """`training_maturity` / `serving_maturity` -> why its stack is rated so (kb/stacks `maturity`)"""
 
     @property
     def capex_usd(self) -> float:
@@ -142,9 +147,18 @@ class Context:
     """(gpu, count) pairs the request names (target hardware, a fixed gpu_count)"""
     free_slots: int = 0
     """free PCIe x16 slots in a machine the user owns: bought PCIe cards up to that many need no host"""
+    psu_watts: int | None = None
+    """that machine's power supply rating, when stated"""
+    your_computer: bool = False
+    """a tiny job: the computer the user already has (its CPU, YOUR_COMPUTER) is an owned option
+    (rule tiny-runs-need-no-gpu)"""
 
 
-def context_for(request: RecommendRequest, *, spot: bool) -> Context:
+YOUR_COMPUTER = "cpu-x86-64gb"
+"""The KB entry that stands for the computer a user already has, when a job is small enough for it."""
+
+
+def context_for(request: RecommendRequest, *, spot: bool, your_computer: bool = False) -> Context:
     c = request.constraints
     owned: dict[str, int] = {}
     for item in c.existing_hardware:
@@ -159,7 +173,9 @@ def context_for(request: RecommendRequest, *, spot: bool) -> Context:
         spot=spot,
         owned=tuple(sorted(owned.items())),
         extra_counts=frozenset(extra),
-        free_slots=c.free_pcie_slots or 0,
+        free_slots=c.host_slots,
+        psu_watts=c.existing_host.psu_watts if c.existing_host else None,
+        your_computer=your_computer,
     )
 
 
@@ -189,8 +205,10 @@ def bought_key(ctx: Context, gpu: Gpu, named: set[int]) -> tuple[object, ...]:
     always = (1,) if gpu.sold_as == "machine" else SERVER_COUNTS if gpu.sold_as == "server" else CARD_COUNTS
     listed = set(always)
     extra = () if gpu.sold_as == "machine" else tuple(sorted(named - listed))
-    slots = min(ctx.free_slots, max(listed | named)) if gpu.form_factor == "pcie" else 0
-    return ("buy", gpu.id, ctx.os, _vendor_allowed(ctx, gpu), extra, slots)
+    desktop_card = gpu.form_factor == "pcie" and gpu.gpu_class != "datacenter"
+    slots = min(ctx.free_slots, max(listed | named)) if desktop_card else 0
+    psu = ctx.psu_watts if slots else None
+    return ("buy", gpu.id, ctx.os, _vendor_allowed(ctx, gpu), extra, slots, psu)
 
 
 def rented_key(graph: KBGraph, ctx: Context, gpu: Gpu) -> tuple[object, ...]:
@@ -208,6 +226,9 @@ def _vendor_allowed(ctx: Context, gpu: Gpu) -> bool:
 
 def owned_options(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:
     have = dict(ctx.owned).get(gpu.id, 0)
+    if not have and ctx.your_computer and gpu.id == YOUR_COMPUTER:
+        yield dataclasses.replace(_local(graph, ctx, gpu, 1, "owned", "owned", None, None), assumed=True)
+        return
     for count in sorted({c for c in (*CARD_COUNTS, *named) if c <= have} | ({have} if have else set())):
         placed = placement(graph.hosts_for(gpu.id), count, "new") if gpu.sold_as != "machine" else None
         yield _local(graph, ctx, gpu, count, "owned", "owned", None, placed)
@@ -229,8 +250,10 @@ def bought_options(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> I
         for count in sorted(counts if gpu.sold_as == "machine" else counts | named):
             if gpu.sold_as == "machine":
                 yield _local(graph, ctx, gpu, count, "buy", kind, price, None)
-            elif gpu.form_factor == "pcie" and count <= ctx.free_slots:
-                # into the user's own machine: the cards alone
+            elif gpu.form_factor == "pcie" and gpu.gpu_class != "datacenter" and count <= ctx.free_slots:
+                # into the user's own machine: the cards alone. Datacenter PCIe cards are passively
+                # cooled and need a server's ducted airflow (NVIDIA T4 board specification: "a
+                # passively cooled board that requires system air flow"), so they keep their host.
                 yield _local(graph, ctx, gpu, count, "buy", kind, price, None, own_host=True)
             elif (placed := placement(hosts, count, kind)) is not None:
                 yield _local(graph, ctx, gpu, count, "buy", kind, price, placed)
@@ -356,6 +379,20 @@ ALL_REDUCE_LATENCY_S = {"gpu-link": 10e-6, "pcie": 24e-6}
 NVLink, NCCL issue 1334)."""
 
 
+REST_OF_SYSTEM_W = 250
+"""what a desktop draws beside its cards under a training or serving load (CPU, board, drives, fans)"""
+PSU_LOAD_SHARE = 0.85
+"""the share of a power supply's rating a sustained load may take: NVIDIA's system-power figures (750 W
+for an RTX 3090 at 350 W, 850 W for an RTX 4090 at 450 W) are the cards plus about 250 W over 0.85"""
+
+
+def required_psu_watts(card_w: float, count: int) -> int:
+    """The power supply rating a desktop needs for `count` cards of `card_w` watts each (rounded up to
+    the 50 W steps supplies are sold in)."""
+    need = (card_w * count + REST_OF_SYSTEM_W) / PSU_LOAD_SHARE
+    return int(-(-need // 50) * 50)
+
+
 def _one_way_gbs(link: Interconnect, figure: float | None = None) -> float:
     """One direction's bandwidth of a link (GB/s), from `figure` (a GPU's own) or the link's."""
     both = figure or link.bandwidth_gbs
@@ -418,9 +455,19 @@ def _option(
         or ctx.providers is None
         or (offer is not None and offer.provider in ctx.providers),
         "usable_from_os": usable,
+        "within_host_power": not own_host
+        or ctx.psu_watts is None
+        or required_psu_watts(gpu.tdp_w or 0, count) <= ctx.psu_watts,
     }
     if gpu.compute_capability is not None:
         attrs["compute_capability"] = float(gpu.compute_capability)
+    stack = kb.stacks.get(platform)
+    reasons: dict[str, str] = {}
+    for task in ("training", "serving"):
+        rated = stack.maturity_for(task, gpu.gpu_class) if stack else None
+        attrs[f"{task}_maturity"] = rated.level if rated else "unrated"
+        if rated is not None and stack is not None:
+            reasons[f"{task}_maturity"] = f"{stack.name} for {task}: {rated.reason}"
     if provider is not None:
         attrs["provider"] = provider.id
         attrs["provider_hosts"] = provider.hosts
@@ -444,4 +491,5 @@ def _option(
         host_unit_usd=placed.price.midpoint_usd if placed else 0.0,
         own_host=own_host,
         host_price=placed.price if placed else None,
+        maturity_reasons=MappingProxyType(reasons),
     )

@@ -77,14 +77,20 @@ class Links:
 
 def peak_flops(gpu: Gpu, precision: str) -> float | None:
     """Dense peak FLOP/s for the plan's compute format: fp8 where native, 16-bit tensor cores for
-    16-bit and weight-only integer formats, TF32 (else vector) for fp32."""
+    16-bit and weight-only integer formats, TF32 (else vector) for fp32; times the card's
+    `sustained_tensor_share` where its power limit keeps it below the datasheet's boost clock.
+
+    The model's utilizations (engine/sizing/training_speed.py, serving_engines.py) are calibrated on
+    cards that hold their clocks, an H200 reaching 788 of its 989 TFLOPS in an 8192^3 bf16 matmul
+    (data/calibration/h200-2026-11-26.json); a 72 W L4 reaches 59 of its 121, so the datasheet alone
+    would rank it 1.7x an RTX 3090 that measures faster (kb/gpus/nvidia-l4.yaml)."""
     if precision == "fp8" and gpu.fp8_dense_tflops:
-        return gpu.fp8_dense_tflops * TFLOPS
-    if precision == "fp32":
+        tflops: float | None = gpu.fp8_dense_tflops
+    elif precision == "fp32":
         tflops = gpu.tf32_dense_tflops or gpu.fp32_tflops
     else:
         tflops = gpu.bf16_dense_tflops or gpu.fp16_dense_tflops or gpu.fp32_tflops
-    return None if tflops is None else tflops * TFLOPS
+    return None if tflops is None else tflops * (gpu.sustained_tensor_share or 1.0) * TFLOPS
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,15 @@ class DecodeWork:
 def decode_work(job: Job, layout: Layout) -> DecodeWork:
     precision = weight_precision(layout.precision)
     sequences = micro_batch(job, layout)
-    read_params = moe_decode_params_read(job.shape, sequences) * job.params / total_params(job.shape)
+    if job.is_moe and not job.shape.is_moe:
+        # an MoE given by its counts alone: its shape is dense and stands for the active parameters, so
+        # the experts a step reads are estimated as if each token used a share active/total of them,
+        # independently: total x (1 - (1 - share)^sequences), the active count at one sequence and
+        # towards the total as the batch grows (moe_expected_experts' formula with that share)
+        share = job.active_params / job.params
+        read_params = job.params * (1.0 - (1.0 - share) ** sequences)
+    else:
+        read_params = moe_decode_params_read(job.shape, sequences) * job.params / total_params(job.shape)
     kv_per_token = kv_cache_bytes_per_token(job.shape, kv_dtype(job, layout.precision))
     context = job.context_tokens
     step_bytes = decode_bytes_per_step(

@@ -89,6 +89,8 @@ class Candidate:
     preferred_by: tuple[str, ...]
     spares: int = 0
     """copies beyond those the serving demand needs (an availability target's spare)"""
+    deadline_share: float | None = None
+    """a training run's hours over its deadline's (None without either): how little slack it leaves"""
 
     @property
     def gpu_count(self) -> int:
@@ -313,6 +315,16 @@ class Planner:
         neutral = self.neutral_precision
         return neutral if neutral is not None and neutral in gpu.native_precisions else self.base_precision
 
+    @cached_property
+    def own_precisions(self) -> tuple[str | None, ...]:
+        """The precisions that count as the request's own: the requested or rule-chosen one, the
+        quality-neutral one, and, with none stated and bf16 chosen, fp16 (where a GPU has no bf16 it
+        runs fp16, with loss scaling when training: the same memory and, for the user, the same plan,
+        as rule default-precision-bf16 says; a GPU with bf16 plans bf16 first)."""
+        base = self.job.requested_precision or self.base_precision
+        same = "fp16" if self.job.requested_precision is None and base == "bf16" else None
+        return (base, self.neutral_precision, same)
+
     def runs_neutral(self, option: Option) -> bool:
         """Whether the option's GPU runs the quality-neutral precision natively (True when none is
         planned): where it does not, no spec in that precision is planned at all."""
@@ -501,6 +513,7 @@ class Planner:
             "matches_gpu_count": c.gpu_count is None or gpus == c.gpu_count,
             "gpu_count": gpus,
             "finishes_in_time": job.deadline_hours is None or hours is None or hours <= job.deadline_hours,
+            "run_hours": hours or 0.0,
             "fast_enough_per_user": self.per_user_tps is None or speed.tokens_per_s >= self.per_user_tps,
         }
         priced: Costs | None = None
@@ -528,6 +541,7 @@ class Planner:
             preference=sum(p.weight for p in matched),
             preferred_by=tuple(p.rule for p in matched),
             spares=self.spares,
+            deadline_share=None if hours is None or not job.deadline_hours else hours / job.deadline_hours,
         )
 
     def usage(self, run_hours: float | None) -> Usage:
@@ -571,7 +585,7 @@ class Planner:
         if found is None:
             c = self.request.constraints
             layout = spec.layout
-            requested = (self.job.requested_precision or self.base_precision, self.neutral_precision)
+            requested = self.own_precisions
             found = self._spec_attr_cache[id(spec)] = {
                 "method": layout.method,
                 "precision": layout.precision,

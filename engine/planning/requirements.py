@@ -82,6 +82,7 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
         facts["sizing.utilization_pct"] = round(job.utilization * 100, 3)
     if job.training_tokens is not None:
         facts["sizing.training_tokens_b"] = round(job.training_tokens / 1e9, 6)
+        facts["sizing.training_pflop"] = round(training_pflop(job), 6)
     if job.deadline_hours is not None:
         facts["sizing.deadline_hours"] = round(job.deadline_hours, 3)
     per_user = per_user_tps(job)
@@ -91,6 +92,14 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
     if demand is not None:
         facts["sizing.required_tokens_per_s"] = round(demand, 3)
     return facts
+
+
+def training_pflop(job: Job) -> float:
+    """A training run's compute, PFLOP: 6 N D for full training, 4 N D with frozen base weights (the
+    adapters' backward skips the weight gradients), N the active parameters, D the tokens (Kaplan et al.
+    2020; Transformer Math 101); attention and recomputation left out, as a size, not a speed."""
+    per_token = 4.0 if job.task in ("lora", "qlora") else 6.0
+    return per_token * job.active_params * (job.training_tokens or 0.0) / 1e15
 
 
 def required_tps(job: Job) -> float | None:

@@ -225,7 +225,7 @@ class Searcher:
         found: list[Option] = []
         for gpu in self._gpus:
             named = named_counts(ctx, gpu.id, gpu_count)
-            if ctx.owned:
+            if ctx.owned or ctx.your_computer:
                 found.extend(owned_options(self.graph, ctx, gpu, named))
             for part in self._parts(ctx, gpu, named):
                 found += part.options
@@ -252,8 +252,8 @@ class Searcher:
         spans two GPUs or a purchase and a rental, so the groups are those of each GPU's parts, made
         with them and shared by every context that shares the part; owned hardware only adds options
         that stand alone."""
-        groups_of = self._price_groups(dataclasses.replace(ctx, owned=()), gpu_count)
-        if not ctx.owned:
+        groups_of = self._price_groups(dataclasses.replace(ctx, owned=(), your_computer=False), gpu_count)
+        if not ctx.owned and not ctx.your_computer:
             return groups_of
         alone = tuple(o for o in self.options(ctx, gpu_count) if o.price_group is None)
         return Grouped(alone, groups_of.groups, groups_of.varying)
