@@ -74,7 +74,7 @@ def hardware(candidate: Candidate) -> str:
     option = candidate.option
     count = f"{candidate.gpu_count} x " if candidate.gpu_count > 1 else ""
     if option.assumed:
-        return f"{YOUR_COMPUTER_NAME}, already yours (a recent desktop CPU's speed is assumed)"
+        return "your own computer's CPU, already yours (a recent desktop CPU's speed is assumed)"
     if option.acquisition == "owned":
         how = "already owned"
     elif option.acquisition == "buy":
@@ -199,8 +199,9 @@ def total_words(candidate: Candidate) -> str:
 def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
     memory = candidate.memory
     vram = float(candidate.attrs["vram_per_gpu_gb"])
+    first = f"{hardware(candidate)}: {plan_words(candidate)}."
     parts = [
-        f"{hardware(candidate)}: {plan_words(candidate)}.",
+        first[:1].upper() + first[1:],  # the one name that starts in lower case: "your own computer's"
         f"Needs {memory.total / GB:.1f} GB of {vram:g} GB per GPU ({candidate.headroom_pct:.0f}% free);"
         f" {speed_words(candidate)}; {cost_words(candidate)}.",
     ]
