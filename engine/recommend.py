@@ -8,12 +8,13 @@ that order.
 
 from __future__ import annotations
 
+import copy
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from engine.answer.compare import compared, judge, ranked_choices
 from engine.answer.compare import summary as compare_summary
@@ -30,7 +31,7 @@ from engine.answer.parts import (
     step_citations,
     warnings,
 )
-from engine.answer.ranking import measure, rank
+from engine.answer.ranking import Ranked, measure, rank
 from engine.answer.relaxation import relaxation_of
 from engine.answer.report import report_html
 from engine.answer.summary import desktop_assumption, summary
@@ -76,9 +77,11 @@ class Advisor:
         engine: RuleEngine | None = None,
         *,
         checked: CheckedKB | None = None,
+        clock: Callable[[], date] = date.today,
     ):
         """An advisor over `kb` and `rules`; `checked` says what identifies them when they were read
-        and checked (engine/reasoning/checked.py), which is how the service builds one."""
+        and checked (engine/reasoning/checked.py), which is how the service builds one; `clock` gives
+        today, for the age of the prices an answer uses."""
         self.kb = kb
         self.rules = tuple(rules)
         self.rules_root = rules_root
@@ -96,8 +99,7 @@ class Advisor:
         """the cache key of what this advisor was built from (None when built from objects)"""
         self.version = checked.version if checked else kb.version
         self.prices_as_of = max((o.as_of for o in kb.offers.values()), default=None)
-        self.clock: Callable[[], date] = date.today
-        """today, for the age of the prices an answer uses (tests set a fixed day)"""
+        self._clock = clock
         self.rent_rates = _cheapest_rates(self.graph)
         self.searcher = Searcher(self.graph, measure)
         self.buy_prices = {
@@ -105,6 +107,18 @@ class Advisor:
             for gpu in kb.gpus.values()
             if (price := latest_prices(gpu.prices).get("new")) is not None
         }
+
+    @property
+    def clock(self) -> Callable[[], date]:
+        """Today, for the age of the prices an answer uses; set once, when the advisor is made."""
+        return self._clock
+
+    def on_day(self, clock: Callable[[], date]) -> Advisor:
+        """The same advisor reading another clock (a fixed day, for recorded answers): a shallow copy
+        sharing the KB, the rule engine and the option caches, none of which depend on the day."""
+        other = copy.copy(self)
+        other._clock = clock
+        return other
 
     def warm(self) -> None:
         """Build the option lists of the commonest contexts (each OS, spot allowed or not, nothing
@@ -198,13 +212,16 @@ class Advisor:
         # a rule that judged the target from one GPU's share before sizing is overruled by a plan
         # that fits it as asked (sharded, checkpointed): its warning would contradict the answer
         overruled = self.target_fit_rules if target_fit is not None and target_fit.fits else frozenset()
-        stale = price_age_warning(top, self.clock(), request.constraints.max_price_age_days)
-        price_warnings = [stale] if stale else []
         oldest = min((d for _, d in price_dates(top)), default=None)
         return RecommendResponse(
-            request_id=uuid.uuid4().hex,
-            kb_version=self.version,
-            prices_as_of=self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
+            **self._envelope(
+                Reasoned(job, outcome, policy, planner, ctx),
+                top,
+                precision,
+                cited,
+                request.constraints.max_price_age_days,
+                overruled=overruled,
+            ),
             oldest_price_as_of=oldest.isoformat() if oldest else None,
             feasible=bool(top),
             summary=summary(
@@ -214,17 +231,14 @@ class Advisor:
                 search.rejections,
                 target,
                 precision if target is None else planner.precision_on(target.option.gpu),
+                policy.role("budget"),
             ),
-            requirements=requirements(job, policy.facts, precision, planned_checkpointing(top, job)),
             recommendations=[
                 recommendation(i + 1, r, policy, outcome, job, cited, self.kb.providers)
                 for i, r in enumerate(top)
             ],
             rejected=rejected(search.rejections, search.candidates),
             target_fit=target_fit,
-            trace=trace(outcome, self.rules_by_id, cited),
-            warnings=warnings(job, policy, overruled=overruled) + price_warnings,
-            assumptions=assumptions(job, policy),
             relaxation=relaxation,
         )
 
@@ -254,19 +268,44 @@ class Advisor:
         cited = step_citations(outcome, self.rule_citations)
         answers = compared(self.kb, judged, ranked, policy, outcome, job, cited, planner.precision_on)
         best = next(iter(ranked), None)
-        stale = price_age_warning(top, self.clock(), body.request.constraints.max_price_age_days)
         return CompareResponse(
-            request_id=uuid.uuid4().hex,
-            kb_version=self.version,
-            prices_as_of=self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
+            **self._envelope(
+                Reasoned(job, outcome, policy, planner, ctx),
+                top,
+                precision,
+                cited,
+                body.request.constraints.max_price_age_days,
+            ),
             summary=compare_summary(job, answers, best),
             best=best,
-            requirements=requirements(job, policy.facts, precision, planned_checkpointing(top, job)),
             choices=answers,
-            trace=trace(outcome, self.rules_by_id, cited),
-            warnings=warnings(job, policy) + ([stale] if stale else []),
-            assumptions=assumptions(job, policy),
         )
+
+    def _envelope(
+        self,
+        reasoned: Reasoned,
+        top: Sequence[Ranked],
+        precision: str,
+        cited: Mapping[int, tuple[str, ...]],
+        max_price_age_days: int,
+        *,
+        overruled: frozenset[str] = frozenset(),
+    ) -> dict[str, Any]:
+        """What every answer carries beside its own findings: its id, what it was computed from
+        (the KB version, the prices' date), the workload's requirements as planned, the rules'
+        trace, warnings (less those of `overruled` rules, and with the age of the prices used) and
+        the assumptions behind the figures."""
+        job, outcome, policy = reasoned.job, reasoned.outcome, reasoned.policy
+        stale = price_age_warning(top, self.clock(), max_price_age_days)
+        return {
+            "request_id": uuid.uuid4().hex,
+            "kb_version": self.version,
+            "prices_as_of": self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
+            "requirements": requirements(job, policy.facts, precision, planned_checkpointing(top, job)),
+            "trace": trace(outcome, self.rules_by_id, cited),
+            "warnings": warnings(job, policy, overruled=overruled) + ([stale] if stale else []),
+            "assumptions": assumptions(job, policy),
+        }
 
     def facts(self, request: RecommendRequest, job: Job) -> dict[str, Scalar]:
         facts = request_facts(request)

@@ -38,9 +38,8 @@ GOLDEN_DAY = date(2026, 11, 26)
 
 
 def advisor() -> Advisor:
-    found = default_advisor()
-    found.clock = lambda: GOLDEN_DAY
-    return found
+    """The embedded KB's advisor on GOLDEN_DAY (a copy: the shared advisor keeps today)."""
+    return default_advisor().on_day(lambda: GOLDEN_DAY)
 
 
 def recorded(response: BaseModel) -> dict[str, Any]:

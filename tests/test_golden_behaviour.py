@@ -28,7 +28,7 @@ def test_7b_batch_1_serving_values_bandwidth_per_dollar_over_an_h100() -> None:
     assert all(not rec.gpu.startswith("nvidia-h100") for rec in result.recommendations)
     best = result.recommendations[0]
     assert best.cost.capex_usd < 10_000
-    assert any(step.derived.get("ranking.value") == "bandwidth_per_dollar" for step in result.trace)
+    assert any(step.derived.get("answer.value_figure") == "bandwidth_per_dollar" for step in result.trace)
 
 
 def test_70b_fp16_without_quantization_needs_several_nvlink_gpus() -> None:

@@ -19,11 +19,8 @@ def _request(**constraints: object) -> RecommendRequest:
 
 @pytest.fixture
 def pinned(advisor: Advisor) -> Advisor:
-    """The embedded KB's advisor with today fixed (restored afterwards)."""
-    clock = advisor.clock
-    advisor.clock = lambda: date(2026, 11, 26)
-    yield advisor  # type: ignore[misc]
-    advisor.clock = clock
+    """The embedded KB's advisor with today fixed (a copy: the shared one keeps its clock)."""
+    return advisor.on_day(lambda: date(2026, 11, 26))
 
 
 def test_each_recommendation_dates_its_prices(pinned: Advisor) -> None:
@@ -62,8 +59,7 @@ def test_the_age_is_counted_from_today(pinned: Advisor) -> None:
     newest = max(
         date.fromisoformat(r.price_as_of or "") for r in pinned.recommend(_request()).recommendations
     )
-    pinned.clock = lambda: newest
-    warning = " ".join(pinned.recommend(_request()).warnings)
+    warning = " ".join(pinned.on_day(lambda: newest).recommend(_request()).warnings)
     assert f"as of {newest.isoformat()}" not in warning
 
 
@@ -89,3 +85,13 @@ def test_a_bought_option_shows_its_capex_range(pinned: Advisor) -> None:
 def test_max_price_age_days_is_validated() -> None:
     with pytest.raises(ValueError, match="max_price_age_days"):
         _request(max_price_age_days=0)
+
+
+def test_the_shared_advisor_keeps_its_clock(advisor: Advisor) -> None:
+    """The clock is given when an advisor is made; a fixed day is another advisor (`on_day`), so no
+    test or request can change the day the shared one reads."""
+    with pytest.raises(AttributeError):
+        advisor.clock = lambda: date(2000, 1, 1)  # type: ignore[misc]
+    fixed = advisor.on_day(lambda: date(2000, 1, 1))
+    assert fixed.clock() == date(2000, 1, 1) and advisor.clock() != date(2000, 1, 1)
+    assert fixed.kb is advisor.kb and fixed.engine is advisor.engine

@@ -231,3 +231,51 @@ def test_kb_lint_and_kb_test_cover_rules(tmp_path: Path, capsys: pytest.CaptureF
     write(root, "size/broken.yaml", "id: broken\n")
     assert main(["kb", "lint", "--rules", str(root)]) == 1
     assert "rules/size/broken.yaml:1: missing-field:" in capsys.readouterr().out
+
+
+def test_a_role_is_held_by_one_rule(tmp_path: Path) -> None:
+    root = tmp_path / "rules"
+    write(root, "size/first.yaml", rule("first", role="budget"))
+    write(root, "size/second.yaml", rule("second", role="budget"))
+    found = [(p.path, p.check) for p in read_rules(root).problems]
+    assert found == [("rules/size/second.yaml", "role")]
+
+
+def test_the_way_out_finds_its_rules_by_role_not_by_file_name(tmp_path: Path) -> None:
+    """Renaming the rules that hold the budget and deadline roles changes no answer but their names:
+    a 405B pretraining on a $1,000 budget still names the budget and the time it takes at best."""
+    import shutil
+    from datetime import date
+
+    from engine.knowledge.paths import data_dir, kb_dir
+    from engine.models.request import RecommendRequest
+    from engine.recommend import default_advisor, load_advisor
+
+    renamed = {
+        "budget-is-a-hard-filter": "spend-within-the-budget",
+        "training-finishes-by-the-deadline": "finish-in-time",
+    }
+    root = tmp_path / "rules"
+    shutil.copytree(PROJECT_ROOT / "rules", root)
+    for old, new in renamed.items():
+        path = root / "constraints" / f"{old}.yaml"
+        path.rename(path.with_name(f"{new}.yaml")).write_text(
+            path.with_name(f"{new}.yaml").read_text().replace(f"id: {old}", f"id: {new}")
+        )
+    request = RecommendRequest.model_validate(
+        {
+            "workload": {"task": "pretrain", "params_b": 405},
+            "constraints": {"acquisition": "buy", "budget_usd": 1000},
+        }
+    )
+    before = default_advisor().recommend(request)
+    after = load_advisor(kb_dir(), root, data_dir(), date.today()).recommend(request)
+    assert before.relaxation is not None and after.relaxation is not None
+    assert after.relaxation.rule == renamed[before.relaxation.rule]
+    message = before.relaxation.message
+    for old, new in renamed.items():
+        message = message.replace(old, new)
+    assert after.relaxation.message == message
+    assert after.summary.replace(after.relaxation.message, "") == before.summary.replace(
+        before.relaxation.message, ""
+    )

@@ -26,7 +26,7 @@ READ_FACTS = (
     "plan.gradient_checkpointing",
     "plan.spare_replicas",
     "plan.your_computer",
-    "ranking.value",
+    "answer.value_figure",
     "acquisition_lean",
 )
 """Derived facts the recommender reads: the rules that derive them shaped every option."""
@@ -223,7 +223,7 @@ def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
         )
     elif candidate.copies > 1:
         parts.append(f"{candidate.copies} copies meet the serving demand.")
-    if valued := value_words(candidate, policy.facts.get("ranking.value")):
+    if valued := value_words(candidate, policy.facts.get("answer.value_figure")):
         parts.append(valued)
     parts.extend(reasons)
     return " ".join(parts)

@@ -10,7 +10,6 @@ from engine.answer.parts import substitute_words
 from engine.answer.ranking import Ranked
 from engine.models.response import Relaxation
 from engine.planning.planner import Candidate, Rejection
-from engine.planning.way_out import BUDGET_RULE
 from engine.planning.workload import Job
 from engine.sizing import GB
 
@@ -22,9 +21,11 @@ def summary(
     rejections: Sequence[Rejection],
     on_target: Candidate | None = None,
     precision: str = "bf16",
+    budget_rule: str | None = None,
 ) -> str:
     """The answer's opening sentence; `precision` is what the job runs in as asked on the target
-    hardware, when one was named (its plan in another precision says so)."""
+    hardware, when one was named (its plan in another precision says so); `budget_rule` is the rule
+    holding the budget role, whose reason an infeasible answer also gives."""
     subject = workload_words(job)
     if on_target is not None and (not top or top[0].candidate is not on_target):
         # The question was whether it runs on the target: answer that first.
@@ -43,7 +44,7 @@ def summary(
             f"{best.memory.total / GB:.1f} GB per GPU, {total_words(best)}."
         )
     if not top:
-        reason = main_reason(rejections, relaxation)
+        reason = main_reason(rejections, relaxation, budget_rule)
         text = f"No option meets every constraint for {subject}: {reason}"
         return f"{text} {relaxation.message}" if relaxation else text
     best = top[0].candidate
@@ -67,7 +68,9 @@ def desktop_assumption(gpu_name: str, psu_watts: int, budget_usd: float | None) 
     )
 
 
-def main_reason(rejections: Sequence[Rejection], relaxation: Relaxation | None) -> str:
+def main_reason(
+    rejections: Sequence[Rejection], relaxation: Relaxation | None, budget_rule: str | None = None
+) -> str:
     """The constraint that fails: the one whose relaxation helps, else the commonest reason."""
     if not rejections:
         return "the knowledge base has no hardware to consider."
@@ -75,7 +78,7 @@ def main_reason(rejections: Sequence[Rejection], relaxation: Relaxation | None) 
         reasons = [r.reason for r in rejections if r.rule == relaxation.rule][:1]
         # a budget that ruled options out is the constraint a reader checks first: say it too
         reasons += sorted(
-            {r.reason for r in rejections if r.rule == BUDGET_RULE and r.rule != relaxation.rule}
+            {r.reason for r in rejections if r.rule == budget_rule and r.rule != relaxation.rule}
         )
         return " ".join(reason if reason.endswith(".") else reason + "." for reason in reasons[:2])
     counts: dict[str, int] = {}

@@ -234,10 +234,21 @@ class RuleTest(Strict):
     expect: Expect
 
 
+RuleRole = Literal["budget", "deadline"]
+"""What the recommender finds a rule for, beyond applying its actions: the way out of an infeasible
+request lifts the `deadline` rule last (more time is the dearest way out) and the `budget` rule with
+it, and an infeasible answer names the `budget` rule's reason beside the one whose lifting helps."""
+
+
 class Rule(Strict):
     id: Annotated[str, Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$", max_length=96)]
     title: Name
     status: Literal["experimental", "stable", "deprecated"]
+    role: RuleRole | None = Field(
+        None,
+        description="what the recommender finds this rule for: `budget` (the hard spending filter) or "
+        "`deadline` (the training run's time limit); at most one rule holds each role",
+    )
     replaced_by: Annotated[str, Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")] | None = None
     priority: Annotated[int, Field(ge=0, le=100)] = Field(
         description="scheduling only; answers never depend on it"

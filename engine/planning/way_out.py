@@ -10,9 +10,6 @@ from dataclasses import dataclass
 from engine.planning.planner import MEMORY_RULE, Candidate, Planner
 from engine.planning.search import Measure, Search, best_when_lifted, relaxed_objective
 
-BUDGET_RULE = "budget-is-a-hard-filter"
-DEADLINE_RULE = "training-finishes-by-the-deadline"
-
 
 @dataclass(frozen=True)
 class WayOut:
@@ -22,10 +19,8 @@ class WayOut:
     """the option the objective ranks first once it is lifted (for more time: the fastest)"""
     lifted: tuple[str, ...]
     """every rule lifted: one, or the deadline and the budget together"""
-
-    @property
-    def more_time(self) -> bool:
-        return DEADLINE_RULE in self.lifted
+    more_time: bool = False
+    """the deadline is among the rules lifted: the way out is more time"""
 
 
 def find_way_out(planner: Planner, search: Search, objective: str, measure: Measure) -> WayOut | None:
@@ -34,6 +29,7 @@ def find_way_out(planner: Planner, search: Search, objective: str, measure: Meas
     rules = sorted(
         {r.rule for r in search.rejections if r.rule != MEMORY_RULE and r.rule != planner.fits_rule}
     )
+    deadline, budget = planner.policy.role("deadline"), planner.policy.role("budget")
     best: tuple[float, str, Candidate] | None = None
     # A way out that runs the job as asked (method, precision, states on the GPUs) first, as
     # the search does; substitutes only when lifting no single rule allows that.
@@ -42,7 +38,7 @@ def find_way_out(planner: Planner, search: Search, objective: str, measure: Meas
             # Only options this rule rejected can change when it is lifted: the others were
             # rejected by rules that still hold (a rejection records every rule that rejected it).
             touched = [r.option for r in search.rejections if r.rejected_by(rule)]
-            if rule == DEADLINE_RULE:
+            if rule == deadline:
                 continue  # more time is no way out when a cheaper rule is: tried last, by speed
             relaxed = planner.without(rule)
             relaxed.as_asked_only = asked_only
@@ -53,24 +49,31 @@ def find_way_out(planner: Planner, search: Search, objective: str, measure: Meas
                     best = (value, rule, found)
         if best is not None:
             break
-    if best is None and (DEADLINE_RULE in rules or BUDGET_RULE in rules):
+    if best is None and (deadline in rules or budget in rules):
         # The budget screens options before they are sized, so a deadline they would miss may not
         # show among the rejections: lifting the budget alone finds nothing, and the two together
         # say what the job takes at best (a 405B pretraining on a $1,000 budget).
-        return _more_time(planner, search, rules)
+        return _more_time(planner, search, rules, deadline, budget)
     if best is None:
         return None
     _, rule, cheapest = best
     return WayOut(rule, cheapest, (rule,))
 
 
-def _more_time(planner: Planner, search: Search, rules: Sequence[str]) -> WayOut | None:
+def _more_time(
+    planner: Planner, search: Search, rules: Sequence[str], deadline: str | None, budget: str | None
+) -> WayOut | None:
     """When only a later deadline (and perhaps more money) helps: the fastest option once the
-    deadline and the budget are lifted, which says how long the run takes at best."""
-    relaxed = planner.without(DEADLINE_RULE)
-    lifted: tuple[str, ...] = (DEADLINE_RULE,)
-    if BUDGET_RULE in rules:
-        relaxed, lifted = relaxed.without(BUDGET_RULE), (DEADLINE_RULE, BUDGET_RULE)
+    deadline and the budget are lifted (the rules holding those roles), which says how long the run
+    takes at best."""
+    lifted = tuple(
+        rule for rule in (deadline, budget) if rule is not None and (rule == deadline or rule in rules)
+    )
+    if not lifted:
+        return None
+    relaxed = planner
+    for rule in lifted:
+        relaxed = relaxed.without(rule)
     touched = [r.option for r in search.rejections if any(r.rejected_by(rule) for rule in lifted)]
     found = [c for o in touched if isinstance(c := relaxed.plan(o), Candidate)]
     timed = [c for c in found if c.speed.training_hours is not None]
@@ -79,4 +82,5 @@ def _more_time(planner: Planner, search: Search, rules: Sequence[str]) -> WayOut
     fastest = min(timed, key=lambda c: (c.speed.training_hours or 0.0, c.costs.horizon_cost_usd))
     # named by a rule that rejected something: the budget, when it screened options out before any
     # could miss the deadline
-    return WayOut(DEADLINE_RULE if DEADLINE_RULE in rules else BUDGET_RULE, fastest, lifted)
+    named = deadline if deadline in rules else budget
+    return WayOut(named or lifted[0], fastest, lifted, more_time=deadline in lifted)

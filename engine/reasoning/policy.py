@@ -94,6 +94,12 @@ class Policy:
     notices: tuple[Notice, ...]
     steps: Mapping[str, int]
     """rule id -> its step in the trace"""
+    roles: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """role (`budget`, `deadline`: models/rule.RuleRole) -> the id of the rule that holds it"""
+
+    def role(self, name: str) -> str | None:
+        """The id of the rule holding the role `name`, if any rule does."""
+        return self.roles.get(name)
 
     def suggested(self, kind: str) -> dict[Scalar, Suggestion]:
         found: dict[Scalar, Suggestion] = {}
@@ -105,7 +111,9 @@ class Policy:
     def without(self, rule: str) -> Policy:
         """The same policy with one rule's filters lifted (to find what an infeasible request needs)."""
         kept = tuple(f for f in self.filters if f.rule != rule)
-        return Policy(self.facts, kept, self.preferences, self.suggestions, self.notices, self.steps)
+        return Policy(
+            self.facts, kept, self.preferences, self.suggestions, self.notices, self.steps, self.roles
+        )
 
 
 def compile_where(where: Where) -> tuple[Test, ...]:
@@ -238,4 +246,5 @@ def policy_from(outcome: Outcome, rules: Sequence[Rule]) -> Policy:
         tuple(suggestions),
         tuple(notices),
         MappingProxyType(steps),
+        MappingProxyType({rule.role: rule.id for rule in rules if rule.role is not None}),
     )

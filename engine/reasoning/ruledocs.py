@@ -71,7 +71,10 @@ def _rule_section(rule: Rule) -> list[str]:
     lines = [f"### `{rule.id}`", "", f"**{rule.title}** ({rule.status}, priority {rule.priority})", ""]
     if rule.replaced_by:
         lines += [f"Replaced by `{rule.replaced_by}`.", ""]
-    lines += [rule.rationale.strip(), "", f"- When: {condition_text(rule.when)}"]
+    lines += [rule.rationale.strip(), ""]
+    if rule.role is not None:  # what the recommender finds this rule for (models/rule.RuleRole)
+        lines.append(f"- Role: {rule.role}")
+    lines.append(f"- When: {condition_text(rule.when)}")
     for action in rule.then:
         lines.append(f"- {action.verb.capitalize()}: {action.message}")
     for caveat in rule.caveats:

@@ -82,7 +82,20 @@ def read_rules(source: Path | Tree) -> RuleSet:
             )
             continue
         rules[rule.id] = (rule, display)
+    holders: dict[str, str] = {}
     for rule, display in rules.values():
+        if rule.role is not None and rule.role in holders:
+            problems.append(
+                Problem(
+                    display,
+                    0,
+                    "role",
+                    f"role {rule.role!r} is already held by rule {holders[rule.role]!r}",
+                    "give each role to one rule",
+                )
+            )
+        elif rule.role is not None:
+            holders[rule.role] = rule.id
         if rule.replaced_by is not None and rule.replaced_by not in rules:
             problems.append(
                 Problem(
