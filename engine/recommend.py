@@ -191,13 +191,14 @@ class Advisor:
 
     def answer(self, request: RecommendRequest) -> RecommendResponse:
         """The answer to `request` as it is stated."""
-        job, outcome, policy, planner, ctx = self.reasoned(request)
+        job, outcome, policy, every_plan, ctx = self.reasoned(request)
         # First the plans that keep the requested method and precision; the substitutes are sized
-        # only when none of those passes (they would be dropped by `as_asked` anyway).
-        planner.as_asked_only = True
+        # only when none of those passes (they would be dropped by `as_asked` anyway). The answer
+        # then reads the planner whose plans it shows.
+        planner = every_plan.asked_only(True)
         search = self.searcher.search(planner, ctx, request.constraints.gpu_count)
         if not search.candidates:
-            planner.as_asked_only = False
+            planner = every_plan
             search = self.searcher.search(planner, ctx, request.constraints.gpu_count)
         candidates = as_asked(search.candidates)
         ranked = rank(candidates, request.objective, planner.per_user_tps)

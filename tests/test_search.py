@@ -104,12 +104,11 @@ def test_the_relaxation_finds_what_an_exhaustive_search_finds(name: str) -> None
     planner = base.planner(job, policy, request)
     ctx = context_for(request, spot="spot" in policy.suggested("pricing"))
     every = base.searcher.options(ctx, request.constraints.gpu_count)
-    lifted = planner.without(response.relaxation.rule)
-    lifted.as_asked_only = True  # as asked first, as the search does
+    rule = response.relaxation.rule
+    lifted = planner.without(rule, as_asked_only=True)  # as asked first, as the search does
     relaxed = base.searcher.search_options(lifted, every).candidates
     if not relaxed:
-        lifted.as_asked_only = False
-        relaxed = base.searcher.search_options(lifted, every).candidates
+        relaxed = base.searcher.search_options(planner.without(rule), every).candidates
     objective = "cheapest" if request.objective == "fastest" else request.objective
     best: Candidate = min(
         relaxed, key=lambda c: (measure(c, objective, planner.per_user_tps), identity_key(c))

@@ -54,12 +54,8 @@ def plan_on(
         for o in searcher.options(ctx, planner.request.constraints.gpu_count)
         if o.gpu.id == gpu and o.count == count and (acquisition is None or o.acquisition == acquisition)
     ]
-    asked_only = planner.as_asked_only
-    planner.as_asked_only = False
-    try:
-        results = [planner.plan(o) for o in options]
-    finally:
-        planner.as_asked_only = asked_only
+    every_plan = planner.asked_only(False)
+    results = [every_plan.plan(o) for o in options]
     plans = [p for p in results if isinstance(p, Candidate)]
     best = rank(as_asked(plans), planner.request.objective, planner.per_user_tps)
     rejections = tuple(r for r in results if isinstance(r, Rejection))

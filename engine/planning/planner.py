@@ -133,6 +133,37 @@ class _SizedSpec:
     `Planner._try`, shared with relaxed planners as the entries are (speed ignores filters)"""
 
 
+@dataclass(slots=True)
+class SizingMemo:
+    """What a planner works out once per request and reuses, independent of the rules' filters: the
+    specs for each GPU count, their memory and work, the usable memory of each GPU, the cost of use.
+    Bound: one request's plan space (a few hundred specs, one entry per GPU model); it lives as long
+    as the request's planners, which share it (`Planner.without`, `Planner.asked_only`)."""
+
+    memory: dict[Layout, Breakdown] = field(default_factory=dict)
+    spec_entries: dict[tuple[int, int], list[_SizedSpec]] = field(default_factory=dict)
+    asked_entries: dict[tuple[int, int, bool, bool], list[_SizedSpec]] = field(default_factory=dict)
+    least_memory: dict[tuple[int, int, bool, bool], float] = field(default_factory=dict)
+    spec_attrs: dict[int, dict[str, Scalar]] = field(default_factory=dict)
+    """by spec id: specs live as long as `spec_entries`, so their ids are stable"""
+    usage: dict[float | None, Usage] = field(default_factory=dict)
+    decode_work: dict[Layout, DecodeWork] = field(default_factory=dict)
+    training_work: dict[tuple[str, bool], TrainingWork] = field(default_factory=dict)
+    usable: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ChecksMemo:
+    """The rules' filters and preferences settled on each spec: they depend on the policy, so only
+    planners with the same policy share them (`Planner.asked_only`). Bound: one entry per spec, and
+    per distinct set of spec attributes."""
+
+    spec_checks: dict[int, _SpecChecks] = field(default_factory=dict)
+    residuals: dict[tuple[Scalar, ...], tuple[_SettledFilters, _SettledPreferences]] = field(
+        default_factory=dict
+    )
+
+
 @dataclass(slots=True, eq=False)
 class Rejection:
     """Why an option has no plan (never changed once made; not frozen for the same reason)."""
@@ -157,6 +188,7 @@ class Planner:
         *,
         rent_rates: Mapping[str, float] = MappingProxyType({}),
         buy_prices: Mapping[str, float] = MappingProxyType({}),
+        as_asked_only: bool = False,
     ) -> None:
         """A planner for one request; `rent_rates` (cheapest on-demand $/GPU-hour per GPU id) and
         `buy_prices` (latest new price per GPU id) are the KB's, for the break-even figures."""
@@ -213,34 +245,41 @@ class Planner:
             if self.required_tps is None and not self.spares
             else ()
         )
-        self._memory: dict[Layout, Breakdown] = {}
-        self._spec_entries: dict[tuple[int, int], list[_SizedSpec]] = {}
-        self._asked_entries: dict[tuple[int, int, bool, bool], list[_SizedSpec]] = {}
-        self._least_memory: dict[tuple[int, int, bool, bool], float] = {}
-        self._spec_attr_cache: dict[int, dict[str, Scalar]] = {}
-        self._spec_checks: dict[int, _SpecChecks] = {}
-        self._residuals: dict[tuple[Scalar, ...], tuple[_SettledFilters, _SettledPreferences]] = {}
-        self._usage: dict[float | None, Usage] = {}
-        self._decode_work: dict[Layout, DecodeWork] = {}
-        self._training_work: dict[tuple[str, bool], TrainingWork] = {}
-        self._usable: dict[str, float] = {}
+        self._as_asked_only = as_asked_only
+        self._sizing = SizingMemo()
+        self._checked = ChecksMemo()
 
-    def without(self, rule: str) -> Planner:
-        """This planner with one rule's filters lifted. Sizing does not depend on filters, so the
-        memory, layout and speed caches are shared (what makes the infeasibility search cheap)."""
-        relaxed = Planner(
+    def without(self, rule: str, *, as_asked_only: bool = False) -> Planner:
+        """This planner with one rule's filters lifted, planning as asked only or not. Sizing does
+        not depend on filters, so the sizing memo is shared (what makes the infeasibility search
+        cheap)."""
+        return self._sibling(self.policy.without(rule), as_asked_only)
+
+    def asked_only(self, only: bool) -> Planner:
+        """This planner planning only specs that keep the requested method and precision (`only`),
+        or every spec the rules allow; it shares both memos, the policy being the same."""
+        return self if only == self._as_asked_only else self._sibling(self.policy, only)
+
+    @property
+    def as_asked_only(self) -> bool:
+        """Plan only specs that keep the requested method and precision on the GPUs (the
+        recommender's first pass: substitutes, and CPU offload unless the request lists it, are
+        offered only when nothing runs the job as asked; rule offload-is-a-slow-last-resort)."""
+        return self._as_asked_only
+
+    def _sibling(self, policy: Policy, as_asked_only: bool) -> Planner:
+        sibling = Planner(
             self.job,
-            self.policy.without(rule),
+            policy,
             self.request,
             rent_rates=self.rent_rates,
             buy_prices=self.buy_prices,
+            as_asked_only=as_asked_only,
         )
-        relaxed._memory, relaxed._spec_entries = self._memory, self._spec_entries
-        relaxed._asked_entries = self._asked_entries
-        relaxed._least_memory = self._least_memory
-        relaxed._decode_work, relaxed._training_work = self._decode_work, self._training_work
-        relaxed._usable = self._usable
-        return relaxed
+        sibling._sizing = self._sizing
+        if policy is self.policy:
+            sibling._checked = self._checked
+        return sibling
 
     # --- plan space ----------------------------------------------------------------------------
 
@@ -249,18 +288,18 @@ class Planner:
         return plan_specs(self.space, count, per_node)
 
     def memory(self, layout: Layout) -> Breakdown:
-        found = self._memory.get(layout)
+        found = self._sizing.memory.get(layout)
         if found is None:
-            found = self._memory[layout] = per_gpu(self.job, layout)
+            found = self._sizing.memory[layout] = per_gpu(self.job, layout)
         return found
 
     def speed(self, option: Option, layout: Layout) -> Speed | None:
         """Tokens/s of a layout on an option's GPUs; the same for every offer and price of them
         (`_try` keeps them per spec entry)."""
         if layout.method == "inference":
-            work = self._decode_work.get(layout)
+            work = self._sizing.decode_work.get(layout)
             if work is None:
-                work = self._decode_work[layout] = decode_work(self.job, layout)
+                work = self._sizing.decode_work[layout] = decode_work(self.job, layout)
             speed = inference_speed(
                 self.job,
                 option.gpu,
@@ -272,9 +311,9 @@ class Planner:
             )
         else:
             key = (layout.method, layout.checkpointing)
-            step = self._training_work.get(key)
+            step = self._sizing.training_work.get(key)
             if step is None:
-                step = self._training_work[key] = training_work(self.job, layout)
+                step = self._sizing.training_work[key] = training_work(self.job, layout)
             speed = training_speed(self.job, option.gpu, layout, option.links, nodes=option.nodes, work=step)
         return speed
 
@@ -287,11 +326,13 @@ class Planner:
     def usable_on(self, gpu: Gpu) -> float:
         """Bytes of one of these GPUs a plan may fill: a serving engine's share of what the driver
         reports, else what it reports less the headroom kept free."""
-        found = self._usable.get(gpu.id)
+        found = self._sizing.usable.get(gpu.id)
         if found is None:
             budget = serving_budget(gpu, self.job) if self.job.task == "inference" else None
             real = reported_bytes(gpu)
-            found = self._usable[gpu.id] = budget if budget is not None else real - self.kept_free(real / GB)
+            found = self._sizing.usable[gpu.id] = (
+                budget if budget is not None else real - self.kept_free(real / GB)
+            )
         return found
 
     def kept_free(self, capacity_gb: float) -> float:
@@ -301,10 +342,10 @@ class Planner:
     def _least(self, count: int, per_node: int, native: bool) -> float:
         """The least memory per GPU any spec for this many GPUs needs (bytes; inf when none), among the
         specs that keep the request's method and precision when only those are planned."""
-        key = (count, per_node, self.as_asked_only, native)
-        found = self._least_memory.get(key)
+        key = (count, per_node, self._as_asked_only, native)
+        found = self._sizing.least_memory.get(key)
         if found is None:
-            found = self._least_memory[key] = min(
+            found = self._sizing.least_memory[key] = min(
                 (self._sized(e).total for e in self._planned(count, per_node, native)), default=float("inf")
             )
         return found
@@ -334,23 +375,25 @@ class Planner:
     def _entries(self, count: int, per_node: int) -> list[_SizedSpec]:
         """The specs for this many GPUs in preference order, each sized once it has been needed."""
         key = (count, per_node)
-        found = self._spec_entries.get(key)
+        found = self._sizing.spec_entries.get(key)
         if found is None:
-            found = self._spec_entries[key] = [_SizedSpec(spec) for spec in self.specs(count, per_node)]
+            found = self._sizing.spec_entries[key] = [
+                _SizedSpec(spec) for spec in self.specs(count, per_node)
+            ]
         return found
 
     def _planned(self, count: int, per_node: int, native: bool = True) -> list[_SizedSpec]:
         """`_entries` less those that change the request while only the request's are planned, and
         less those in the quality-neutral precision on a GPU that does not run it (`native`)."""
-        if not self.as_asked_only and native:
+        if not self._as_asked_only and native:
             return self._entries(count, per_node)
-        key = (count, per_node, self.as_asked_only, native)
-        found = self._asked_entries.get(key)
+        key = (count, per_node, self._as_asked_only, native)
+        found = self._sizing.asked_entries.get(key)
         if found is None:
-            found = self._asked_entries[key] = [
+            found = self._sizing.asked_entries[key] = [
                 e
                 for e in self._entries(count, per_node)
-                if not (self.as_asked_only and self._changes_request(e.spec))
+                if not (self._as_asked_only and self._changes_request(e.spec))
                 and (native or e.spec.layout.precision != self.neutral_precision)
             ]
         return found
@@ -419,7 +462,9 @@ class Planner:
         # A third of the options fit no spec: once one option of this GPU count has shown the least
         # need (below), the others are judged by it without walking their specs.
         native = self.runs_neutral(option)
-        known = self._least_memory.get((option.count, option.gpus_per_node, self.as_asked_only, native))
+        known = self._sizing.least_memory.get(
+            (option.count, option.gpus_per_node, self._as_asked_only, native)
+        )
         if known is not None and known > usable:
             return self._none_fits(option, known, capacity)
         # Specs in preference order: most options take an early one.
@@ -500,7 +545,7 @@ class Planner:
         copies += self.spares
         hours = speed.training_hours
         run_hours = hours if hours is not None else job.job_hours
-        checks = self._spec_checks.get(id(spec)) or self._checks(spec)
+        checks = self._checked.spec_checks.get(id(spec)) or self._checks(spec)
         option_attrs = option.attrs
         gpus = option.count * copies
         c = self.request.constraints
@@ -545,11 +590,11 @@ class Planner:
         )
 
     def usage(self, run_hours: float | None) -> Usage:
-        found = self._usage.get(run_hours)
+        found = self._sizing.usage.get(run_hours)
         if found is None:
             c = self.request.constraints
             found = usage(self.job.utilization, run_hours, self.job.horizon_hours, c.electricity_usd_per_kwh)
-            self._usage[run_hours] = found
+            self._sizing.usage[run_hours] = found
         return found
 
     def _priced(
@@ -568,11 +613,6 @@ class Planner:
         attrs["within_budget"] = budget is None or spend(priced, option.acquisition) <= budget
         return priced
 
-    as_asked_only: bool = False
-    """plan only specs that keep the requested method and precision on the GPUs (the recommender's
-    first pass: substitutes, and CPU offload unless the request lists it, are offered only when
-    nothing runs the job as asked; rule offload-is-a-slow-last-resort)"""
-
     def _changes_request(self, spec: Spec) -> bool:
         attrs = self._spec_attrs(spec)
         if spec.layout.offload and not self.offload_listed:
@@ -581,12 +621,12 @@ class Planner:
 
     def _spec_attrs(self, spec: Spec) -> dict[str, Scalar]:
         """The attributes a spec has on any GPU, computed once per spec."""
-        found = self._spec_attr_cache.get(id(spec))  # specs live as long as the planner: ids are stable
+        found = self._sizing.spec_attrs.get(id(spec))  # specs live as long as the planner: ids are stable
         if found is None:
             c = self.request.constraints
             layout = spec.layout
             requested = self.own_precisions
-            found = self._spec_attr_cache[id(spec)] = {
+            found = self._sizing.spec_attrs[id(spec)] = {
                 "method": layout.method,
                 "precision": layout.precision,
                 "method_changed": layout.method != self.job.task,
@@ -604,18 +644,18 @@ class Planner:
         """The plan filters and preferences with the tests on the spec's own attributes applied,
         once per spec: most read its method, precision or strategy, so on most specs they are
         settled before any option is seen."""
-        found = self._spec_checks.get(id(spec))  # ids are stable, as in `_spec_attrs`
+        found = self._checked.spec_checks.get(id(spec))  # ids are stable, as in `_spec_attrs`
         if found is None:
             attrs = self._spec_attrs(spec)
             # Specs that differ only in what no rule reads (data-parallel ranks, checkpointing, the
             # GPU count) have the same attributes: the residual tests depend on those alone.
             values = tuple(attrs.values())
-            settled = self._residuals.get(values)
+            settled = self._checked.residuals.get(values)
             if settled is None:
-                settled = self._residuals[values] = self._settle(attrs)
+                settled = self._checked.residuals[values] = self._settle(attrs)
             precision = spec.layout.precision
             native = "bf16_native" if precision == "bf16" else "fp8_native" if precision == "fp8" else None
-            found = self._spec_checks[id(spec)] = _SpecChecks(*settled, attrs, native)
+            found = self._checked.spec_checks[id(spec)] = _SpecChecks(*settled, attrs, native)
         return found
 
     def _settle(self, attrs: Mapping[str, Scalar]) -> tuple[_SettledFilters, _SettledPreferences]:

@@ -40,8 +40,7 @@ def find_way_out(planner: Planner, search: Search, objective: str, measure: Meas
             touched = [r.option for r in search.rejections if r.rejected_by(rule)]
             if rule == deadline:
                 continue  # more time is no way out when a cheaper rule is: tried last, by speed
-            relaxed = planner.without(rule)
-            relaxed.as_asked_only = asked_only
+            relaxed = planner.without(rule, as_asked_only=asked_only)
             found = best_when_lifted(relaxed, touched, objective, best[0] if best else None, measure)
             if found is not None:
                 value = measure(found, relaxed_objective(objective), planner.per_user_tps)
