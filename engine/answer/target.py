@@ -13,8 +13,9 @@ from engine.knowledge.kb import KB
 from engine.models.request import HardwareCount, RecommendRequest
 from engine.models.response import TargetFit
 from engine.planning.candidates import Context
-from engine.planning.planner import Candidate, Planner, Rejection, Spec
+from engine.planning.planner import Candidate, Planner, Rejection
 from engine.planning.search import Searcher, as_asked
+from engine.planning.target_fit import fit_of
 from engine.sizing import GB
 
 
@@ -69,61 +70,34 @@ def fit_on(
     on_target: Candidate | None = None,
     rejections: Sequence[Rejection] = (),
 ) -> TargetFit:
-    """Whether the job fits `target` as asked, by how much, the ways to make it run, and the best plan
-    on it (`on_target`) or why none passes (`rejections` of its options)."""
+    """Whether the job fits `target` as asked, by how much, the ways to make it run (planning's
+    `fit_of`), and the best plan on it (`on_target`) or why none passes (`rejections` of its
+    options), in words."""
     gpu = kb.gpus[target.gpu]
     capacity = gpu.usable_memory_gb or gpu.memory_gb
-    usable = planner.usable_on(gpu)
-    per_node = min(target.count, max(gpu.link_domain_gpus, 1))
+    fit = fit_of(planner, gpu, target.count)
     asked = planner.job.task
-    precision = "nf4" if asked == "qlora" else planner.precision_on(gpu)
-    totals = {spec: planner.memory(spec.layout).total for spec in planner.specs(target.count, per_node)}
-    if not totals:  # the parallelism allowed cannot spread this task over that many GPUs
+    if not fit.spreads:
         return TargetFit(
             gpu=gpu.id,
             count=target.count,
             fits=False,
             per_gpu_gb=0.0,
             vram_per_gpu_gb=capacity,
-            why=f"No allowed way to run {task_title(planner.job.task)} on {target.count} GPUs "
+            why=f"No allowed way to run {task_title(asked)} on {target.count} GPUs "
             f"(parallelism allowed: {', '.join(sorted(planner.strategies)) or 'none'}).",
             alternatives=[],
         )
-    # As asked: the method and precision requested, in GPU memory (offload is a way out, listed below).
-    as_asked = [
-        t
-        for s, t in totals.items()
-        if s.layout.method == asked and s.layout.precision == precision and not s.layout.offload
-    ]
-    least = min(as_asked) if as_asked else min(totals.values())
-    fits = least <= usable
-    alternatives: list[str] = []
-    for spec, total in totals.items():
-        if total > usable:
-            continue
-        label = _alternative(spec, asked, precision, target.count)
-        if label and label not in alternatives:
-            alternatives.append(label)
-    if not fits:
-        alternatives.extend(_scale_out(kb, planner, gpu.id, target.count, asked, precision))
     count = f"{target.count} x " if target.count > 1 else ""
-    verdict = "fits" if fits else "does not fit"
     text = (
-        f"{task_title(asked)} in {precision} needs {least / GB:.1f} GB per GPU at best "
-        f"on {count}{gpu.name} "
-        f"(each {planner.room(gpu)}): it {verdict}."
+        f"{task_title(asked)} in {fit.precision} needs {fit.least / GB:.1f} GB per GPU at best "
+        f"on {count}{gpu.name} (each {planner.room(gpu)}): it {'fits' if fit.fits else 'does not fit'}."
     )
-    if not fits and alternatives:
-        text += " Ways to make it run: " + "; ".join(alternatives) + "."
-    held_back = next(
-        (r for r in rejections if r.option.gpu.id == gpu.id and r.option.count == target.count),
-        None,
-    )
-    if on_target is None and fits and held_back is not None:
-        text += f" But no plan on it passes every constraint: {held_back.reason}"
-        text += "" if text.endswith(".") else "."
+    if not fit.fits and fit.alternatives:
+        text += " Ways to make it run: " + "; ".join(fit.alternatives) + "."
+    text += _held_back_words(gpu.id, target.count, on_target, fit.fits, rejections)
     if on_target is not None:
-        changed = substitute_words(on_target, planner.job, precision)
+        changed = substitute_words(on_target, planner.job, fit.precision)
         text += (
             f" Best plan on it: {plan_words(on_target)}{changed}, "
             f"{on_target.memory.total / GB:.1f} GB per GPU, {speed_words(on_target)}, "
@@ -132,45 +106,27 @@ def fit_on(
     return TargetFit(
         gpu=gpu.id,
         count=target.count,
-        fits=fits,
-        per_gpu_gb=gb(least),
+        fits=fit.fits,
+        per_gpu_gb=gb(fit.least),
         vram_per_gpu_gb=capacity,
         why=text,
-        alternatives=alternatives,
+        alternatives=list(fit.alternatives),
         throughput=throughput_of(on_target) if on_target else None,
         cost=cost_of(on_target) if on_target else None,
         plan=plan_words(on_target) if on_target else None,
     )
 
 
-def _scale_out(kb: KB, planner: Planner, gpu_id: str, count: int, asked: str, precision: str) -> list[str]:
-    gpu = kb.gpus[gpu_id]
-    for more in (2, 4, 8, 16, 32, 64):
-        if more <= count:
-            continue
-        per_node = min(more, max(gpu.link_domain_gpus, 1))
-        for spec in planner.fitting(more, per_node, gpu):
-            layout = spec.layout
-            if layout.method == asked and layout.precision == precision and not layout.offload:
-                return [f"{'+'.join(spec.parallelism) or spec.strategy} over {more} GPUs"]
-    return []
+def _held_back_words(
+    gpu_id: str, count: int, on_target: Candidate | None, fits: bool, rejections: Sequence[Rejection]
+) -> str:
+    """When the job fits but no plan there passes every constraint: the first reason."""
+    held_back = next((r for r in rejections if r.option.gpu.id == gpu_id and r.option.count == count), None)
+    if on_target is not None or not fits or held_back is None:
+        return ""
+    reason = held_back.reason
+    return f" But no plan on it passes every constraint: {reason}" + ("" if reason.endswith(".") else ".")
 
 
 def _is_target(candidate: Candidate, target: HardwareCount) -> bool:
     return candidate.option.gpu.id == target.gpu and candidate.gpu_count == target.count
-
-
-def _alternative(spec: Spec, asked: str, precision: str, count: int) -> str | None:
-    layout = spec.layout
-    if layout.method != asked:
-        return layout.method
-    if layout.precision != precision:
-        # Lower precision is a way out for inference (quantization); in training it saves nothing here.
-        return f"{layout.precision} weights" if asked == "inference" else None
-    if layout.offload:
-        return "offload optimizer states to CPU memory (slow)"
-    if spec.parallelism:
-        return f"{'+'.join(spec.parallelism)} over {count} GPUs"
-    if layout.checkpointing:
-        return "activation checkpointing"
-    return None

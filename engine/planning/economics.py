@@ -71,6 +71,27 @@ class Costs:
     """the utilisation the costs assume when the request stated none (else None: the stated use)"""
 
 
+def _break_even(capex: float | None, rent_per_hour: float | None, own_per_hour: float) -> float | None:
+    """Hours of use after which buying for `capex` beats renting at `rent_per_hour` (None when either
+    is unknown)."""
+    if capex is None or rent_per_hour is None:
+        return None
+    return break_even_hours_unchecked(capex, rent_per_hour, own_usd_per_hour=own_per_hour)
+
+
+def _run_cost(
+    acquisition: str, capex: float, watts: float, hourly: float, run_hours: float, use: Usage
+) -> float:
+    """One run's cost: a bought option's share of its capex over the horizon plus power, else the
+    hourly cost (rent, or an owned option's power) for the run's hours."""
+    if acquisition == "buy":
+        per_hour = owned_cost_per_hour_usd_unchecked(
+            capex, watts, horizon_years=use.horizon_hours / 8760, usd_per_kwh=use.usd_per_kwh
+        )
+        return per_hour * run_hours
+    return hourly * run_hours
+
+
 def costs(
     option: Option,
     copies: int,
@@ -100,27 +121,18 @@ def costs(
     rent_equivalent = None if rent_per_gpu_hour is None else rent_per_gpu_hour * gpus * busy
     if acquisition == "rent":
         rent_equivalent = horizon
-        break_even = (
-            None
-            if buy_per_gpu is None
-            else break_even_hours_unchecked(buy_per_gpu * gpus, hourly, own_usd_per_hour=power)
+        buy_capex = None if buy_per_gpu is None else buy_per_gpu * gpus
+        break_even = _break_even(buy_capex, hourly, power)
+    elif acquisition == "buy":
+        break_even = _break_even(
+            capex, None if rent_per_gpu_hour is None else rent_per_gpu_hour * gpus, power
         )
-    elif acquisition == "buy" and rent_per_gpu_hour is not None:
-        break_even = break_even_hours_unchecked(capex, rent_per_gpu_hour * gpus, own_usd_per_hour=power)
     else:
         break_even = None
     run_cost = run_power = None
     if run_hours is not None:
-        if acquisition != "rent":
-            run_power = power * run_hours
-        if acquisition == "buy":
-            years = use.horizon_hours / 8760
-            per_hour = owned_cost_per_hour_usd_unchecked(
-                capex, watts, horizon_years=years, usd_per_kwh=usd_per_kwh
-            )
-            run_cost = per_hour * run_hours
-        else:
-            run_cost = hourly * run_hours
+        run_power = None if acquisition == "rent" else power * run_hours
+        run_cost = _run_cost(acquisition, capex, watts, hourly, run_hours, use)
     tokens = aggregate_tokens_per_s * copies * 3600 * busy
     return Costs(
         capex_usd=capex,

@@ -15,6 +15,7 @@ from math import ceil
 from typing import Literal
 
 from engine.knowledge.kb import KB
+from engine.models.kb import Model
 from engine.models.request import (
     DEFAULT_INPUT_TOKENS,
     DEFAULT_OUTPUT_TOKENS,
@@ -26,7 +27,7 @@ from engine.models.request import (
     Workload,
 )
 from engine.planning.architecture import Contradiction, Filled, complete
-from engine.planning.hf_config import sized_config
+from engine.planning.hf_config import SizedConfig, sized_config
 from engine.sizing import TransformerShape, estimate_dims_from_params, shape_from_architecture
 from engine.sizing.precision import KvCacheDtype
 from engine.sizing.shape import DEFAULT_VOCAB_SIZE
@@ -230,36 +231,62 @@ def unknown_model(kb: KB, name: str) -> str:
 
 
 def resolve(request: RecommendRequest, kb: KB) -> Job:
-    """The request's workload with the KB's model filled in (UnknownReference for an unknown id)."""
-    workload, constraints = request.workload, request.constraints
+    """The request's workload with the KB's model filled in (UnknownReference for an unknown id):
+    the ids checked, the model and hf_config read, the parameter counts and the architecture settled,
+    then the serving, batch, tokens and utilisation derived into one Job."""
+    workload = request.workload
+    check_ids(request, kb)
+    model = named_model(workload, kb)
+    sized = read_hf_config(workload)
+    params_b, active_b = parameter_counts(workload, model, sized)
+    architecture = architecture_of(workload, model, sized, params_b, active_b)
+    return job_of(request, model, sized, params_b, active_b, architecture)
+
+
+def check_ids(request: RecommendRequest, kb: KB) -> None:
+    """Every GPU and provider id the request names is the KB's (UnknownReference naming the field)."""
     for loc, gpu_id in _named_gpus(request):
         if gpu_id not in kb.gpus:
             raise UnknownReference(loc, f"unknown GPU id {gpu_id!r}: GET /gpus lists the known ids")
-    for index, provider in enumerate(constraints.providers or []):
+    for index, provider in enumerate(request.constraints.providers or []):
         if provider not in kb.providers:
             raise UnknownReference(
                 ("constraints", "providers", str(index)),
                 f"unknown provider id {provider!r}: GET /providers lists the known ids",
             )
-    model = None
-    if workload.model is not None:
-        model = kb.model_named(workload.model)
-        if model is None:
-            raise UnknownReference(("workload", "model"), unknown_model(kb, workload.model))
-    sized = None
-    if workload.hf_config is not None:
-        try:
-            sized = sized_config(workload.hf_config)
-        except ValueError as exc:
-            raise InvalidRequest(("workload", "hf_config"), str(exc)) from None
-    from_config = sized.read if sized else None
+
+
+def named_model(workload: Workload, kb: KB) -> Model | None:
+    """The KB model the request names, by any name people use for it (None when it names none)."""
+    if workload.model is None:
+        return None
+    model = kb.model_named(workload.model)
+    if model is None:
+        raise UnknownReference(("workload", "model"), unknown_model(kb, workload.model))
+    return model
+
+
+def read_hf_config(workload: Workload) -> SizedConfig | None:
+    """The request's Hugging Face config read into a shape and counts (InvalidRequest when it cannot be)."""
+    if workload.hf_config is None:
+        return None
+    try:
+        return sized_config(workload.hf_config)
+    except ValueError as exc:
+        raise InvalidRequest(("workload", "hf_config"), str(exc)) from None
+
+
+def parameter_counts(
+    workload: Workload, model: Model | None, sized: SizedConfig | None
+) -> tuple[float, float]:
+    """(total, active) parameters in billions: the request's, else the KB model's, else the config's
+    (an MoE config's active share applied to the request's total when it gives one)."""
     params_b = workload.params_b or (model.params_b if model else None)
     if sized is not None and params_b is None:
         params_b = sized.params / 1e9
     assert params_b is not None  # the request model requires `model`, `params_b` or `hf_config`
     active_b = workload.active_params_b or (model.active_params_b if model else None)
     if sized is not None and active_b is None and sized.active_params < sized.params:
-        # an MoE config's share of parameters a token uses, applied to the request's count when it gives one
         active_b = min(params_b, params_b * sized.active_params / sized.params)
     active_b = active_b or params_b
     if active_b > params_b:  # a KB model's size against the request's active_params_b
@@ -267,27 +294,43 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
             ("workload", "active_params_b"),
             f"active_params_b ({active_b:g}) cannot exceed the model's {params_b:g} B parameters",
         )
+    return params_b, active_b
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """The layer shape the sizing uses and where it came from."""
+
+    shape: TransformerShape
+    source: str
+    """request | hf-config | kb-model | estimated"""
     filled: tuple[Filled, ...] = ()
+    """the dimensions completed from the parameter count when the request gave some"""
+
+
+def architecture_of(
+    workload: Workload, model: Model | None, sized: SizedConfig | None, params_b: float, active_b: float
+) -> Architecture:
+    """The shape from the request's architecture (completed from the counts), else its hf_config,
+    else the KB model's, else estimated from the parameter count."""
     if workload.architecture is not None:
         try:
             completed = complete(workload.architecture, params_b * 1e9, active_b * 1e9)
         except Contradiction as exc:
             raise InvalidRequest(("workload", "architecture"), str(exc)) from None
-        shape, source, filled = completed.shape, "request", completed.filled
-    elif sized is not None:
-        shape, source = sized.shape, "hf-config"
-    elif model is not None and model.architecture is not None:
+        return Architecture(completed.shape, "request", completed.filled)
+    if sized is not None:
+        return Architecture(sized.shape, "hf-config")
+    if model is not None and model.architecture is not None:
         kind = "decoder" if model.kind in ("decoder", "cnn") else model.kind
-        shape, source = shape_from_architecture(model.architecture.model_dump(), kind=kind), "kb-model"
-    else:
-        shape, source = estimated_shape(params_b * 1e9), "estimated"
-    horizon_hours = constraints.horizon_months * HOURS_PER_MONTH
-    serving = None if workload.serving is None else ServingNeeds.of(workload.serving)
-    encoder = model is not None and model.kind == "encoder"
-    batch, from_serving = _batch(workload, None if encoder else serving)
-    tokens, tokens_source = training_tokens(
-        workload.task, params_b * 1e9, workload.training_tokens_b, workload.job_hours
-    )
+        return Architecture(shape_from_architecture(model.architecture.model_dump(), kind=kind), "kb-model")
+    return Architecture(estimated_shape(params_b * 1e9), "estimated")
+
+
+def utilization_pct(request: RecommendRequest, serving: ServingNeeds | None) -> tuple[float | None, bool]:
+    """The busy share in percent (`utilization_pct`, or `hours_per_week` / 168) and whether the job is
+    always on: a served model with traffic or an availability target and no stated use runs at 100%."""
+    workload, constraints = request.workload, request.constraints
     utilization = constraints.utilization_pct
     if utilization is None and constraints.hours_per_week is not None:
         utilization = constraints.hours_per_week / 168 * 100
@@ -299,15 +342,36 @@ def resolve(request: RecommendRequest, kb: KB) -> Job:
             or constraints.availability_target_pct is not None
         )
     )
-    if always_on:
-        utilization = 100.0
+    return (100.0 if always_on else utilization), always_on
+
+
+def job_of(
+    request: RecommendRequest,
+    model: Model | None,
+    sized: SizedConfig | None,
+    params_b: float,
+    active_b: float,
+    architecture: Architecture,
+) -> Job:
+    """The Job: the settled counts and shape with the serving needs, batch, training tokens, deadline
+    and utilisation derived from the request."""
+    workload, constraints = request.workload, request.constraints
+    horizon_hours = constraints.horizon_months * HOURS_PER_MONTH
+    serving = None if workload.serving is None else ServingNeeds.of(workload.serving)
+    encoder = model is not None and model.kind == "encoder"
+    batch, from_serving = _batch(workload, None if encoder else serving)
+    tokens, tokens_source = training_tokens(
+        workload.task, params_b * 1e9, workload.training_tokens_b, workload.job_hours
+    )
+    utilization, always_on = utilization_pct(request, serving)
+    from_config = sized.read if sized else None
     return Job(
         task=workload.task,
         params=params_b * 1e9,
         active_params=active_b * 1e9,
-        shape=shape,
-        architecture_source=source,  # type: ignore[arg-type]
-        filled=filled,
+        shape=architecture.shape,
+        architecture_source=architecture.source,  # type: ignore[arg-type]
+        filled=architecture.filled,
         model=model.id if model is not None else None,
         requested_precision=workload.precision,
         kv_dtype=workload.kv_cache_precision,

@@ -8,7 +8,7 @@ text (a rule's title and messages reach Markdown, Slack, HTML and terminals).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,32 +82,33 @@ def read_rules(source: Path | Tree) -> RuleSet:
             )
             continue
         rules[rule.id] = (rule, display)
+    problems.extend(_cross_problems(rules))
+    ordered = tuple(rule for _, (rule, _) in sorted(rules.items()))
+    return RuleSet(ordered, tuple(sorted(problems)))
+
+
+def _cross_problems(rules: Mapping[str, tuple[Rule, str]]) -> Iterator[Problem]:
+    """What no single rule file shows: a role held twice, a `replaced_by` naming no rule."""
     holders: dict[str, str] = {}
     for rule, display in rules.values():
         if rule.role is not None and rule.role in holders:
-            problems.append(
-                Problem(
-                    display,
-                    0,
-                    "role",
-                    f"role {rule.role!r} is already held by rule {holders[rule.role]!r}",
-                    "give each role to one rule",
-                )
+            yield Problem(
+                display,
+                0,
+                "role",
+                f"role {rule.role!r} is already held by rule {holders[rule.role]!r}",
+                "give each role to one rule",
             )
         elif rule.role is not None:
             holders[rule.role] = rule.id
         if rule.replaced_by is not None and rule.replaced_by not in rules:
-            problems.append(
-                Problem(
-                    display,
-                    0,
-                    "reference",
-                    f"replaced_by names unknown rule {rule.replaced_by!r}",
-                    "name an existing rule id",
-                )
+            yield Problem(
+                display,
+                0,
+                "reference",
+                f"replaced_by names unknown rule {rule.replaced_by!r}",
+                "name an existing rule id",
             )
-    ordered = tuple(rule for _, (rule, _) in sorted(rules.items()))
-    return RuleSet(ordered, tuple(sorted(problems)))
 
 
 def _rule_files(tree: Tree, anchor: Path, problems: list[Problem]) -> Iterator[Path]:

@@ -1,0 +1,84 @@
+"""Whether a job fits the hardware a user named, as asked: the least memory per GPU any plan of the
+requested method and precision needs there, and the ways that make it run when it does not. The
+answer layer words it (engine/answer/target.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.models.kb import Gpu
+from engine.planning.planner import Planner, Spec
+
+SCALE_OUT_COUNTS = (2, 4, 8, 16, 32, 64)
+"""GPU counts tried, beyond the target's, for a plan as asked when it does not fit"""
+
+
+@dataclass(frozen=True)
+class Fit:
+    precision: str
+    """the precision the job runs in as asked there (nf4 for QLoRA)"""
+    spreads: bool
+    """some allowed layout spreads the task over that many GPUs"""
+    least: float
+    """bytes per GPU at best, as asked when any plan is (else by any plan); 0 when none spreads"""
+    usable: float
+    """bytes per GPU a plan may use there"""
+    fits: bool
+    alternatives: tuple[str, ...]
+    """the ways that fit: another method or precision, offload, parallelism, checkpointing, more GPUs"""
+
+
+def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
+    """How the job fits `count` x `gpu` as asked, with the ways to make it run."""
+    usable = planner.usable_on(gpu)
+    per_node = min(count, max(gpu.link_domain_gpus, 1))
+    asked = planner.job.task
+    precision = "nf4" if asked == "qlora" else planner.precision_on(gpu)
+    totals = {spec: planner.memory(spec.layout).total for spec in planner.specs(count, per_node)}
+    if not totals:  # the parallelism allowed cannot spread this task over that many GPUs
+        return Fit(precision, False, 0.0, usable, False, ())
+    # As asked: the method and precision requested, in GPU memory (offload is a way out, listed below).
+    as_asked = [t for s, t in totals.items() if _as_asked(s, asked, precision)]
+    least = min(as_asked) if as_asked else min(totals.values())
+    fits = least <= usable
+    alternatives: list[str] = []
+    for spec, total in totals.items():
+        label = None if total > usable else _alternative(spec, asked, precision, count)
+        if label and label not in alternatives:
+            alternatives.append(label)
+    if not fits:
+        alternatives.extend(_scale_out(planner, gpu, count, asked, precision))
+    return Fit(precision, True, least, usable, fits, tuple(alternatives))
+
+
+def _as_asked(spec: Spec, asked: str, precision: str) -> bool:
+    layout = spec.layout
+    return layout.method == asked and layout.precision == precision and not layout.offload
+
+
+def _scale_out(planner: Planner, gpu: Gpu, count: int, asked: str, precision: str) -> list[str]:
+    """The fewest GPUs beyond `count` that run the job as asked, in words (empty when none do)."""
+    for more in SCALE_OUT_COUNTS:
+        if more <= count:
+            continue
+        per_node = min(more, max(gpu.link_domain_gpus, 1))
+        for spec in planner.fitting(more, per_node, gpu):
+            if _as_asked(spec, asked, precision):
+                return [f"{'+'.join(spec.parallelism) or spec.strategy} over {more} GPUs"]
+    return []
+
+
+def _alternative(spec: Spec, asked: str, precision: str, count: int) -> str | None:
+    layout = spec.layout
+    if layout.method != asked:
+        return layout.method
+    if layout.precision != precision:
+        # Lower precision is a way out for inference (quantization); in training it saves nothing here.
+        return f"{layout.precision} weights" if asked == "inference" else None
+    if layout.offload:
+        return "offload optimizer states to CPU memory (slow)"
+    if spec.parallelism:
+        return f"{'+'.join(spec.parallelism)} over {count} GPUs"
+    if layout.checkpointing:
+        return "activation checkpointing"
+    return None
