@@ -409,6 +409,46 @@ def _regional_spot(listed: float, local: LocalZoneSpot) -> tuple[float | None, s
     )
 
 
+def _spot_outside_local_zones(spot: float | None, coverage: str) -> tuple[float | None, str | None]:
+    """The spot price a region offers when the snapshot's minimum sits in a Local Zone (with the note
+    saying what was set aside), else the price as it is and no note."""
+    local = local_zone_spot(coverage)
+    if local is None or spot is None:
+        return spot, None
+    return _regional_spot(spot, local)
+
+
+def _gpu_and_count(
+    row: dict[str, str],
+    config: ImportConfig,
+    clouds: Mapping[str, str],
+    names: Mapping[str, str],
+    gpus: Mapping[str, Gpu],
+    override: Override | None,
+) -> tuple[str, float] | str:
+    """The KB gpu id and count a snapshot row rents, or why the row is skipped."""
+    cloud, accelerator = row["cloud"], row["accelerator_name"]
+    if cloud in config.skip_clouds:
+        return config.skip_clouds[cloud]
+    if cloud not in clouds:
+        return f"no KB provider has catalog_name {cloud!r}"
+    if override is not None and override.skip:
+        return override.reason
+    if not accelerator:
+        return "no accelerator given upstream"
+    gpu_id = override.gpu if override is not None and override.gpu else names.get(accelerator)
+    if gpu_id is None:
+        return f"accelerator {accelerator!r} has no KB gpu (not in the name map)"
+    if gpu_id not in gpus:
+        return f"accelerator {accelerator!r} maps to {gpu_id!r}, which is not in kb/gpus/"
+    count = float(row["accelerator_count"] or 0)
+    if override is not None and override.gpu_count is not None:
+        count = override.gpu_count
+    if count < 1 or count != int(count):
+        return f"fractional GPU ({row['accelerator_count']} of one {accelerator})"
+    return gpu_id, count
+
+
 def _draft(
     source: str,
     row: dict[str, str],
@@ -422,25 +462,11 @@ def _draft(
     def skip(reason: str) -> Skipped:
         return Skipped(source, instance, accelerator, reason)
 
-    if cloud in config.skip_clouds:
-        return skip(config.skip_clouds[cloud])
-    if cloud not in clouds:
-        return skip(f"no KB provider has catalog_name {cloud!r}")
     override = _matching_override(config, row)
-    if override is not None and override.skip:
-        return skip(override.reason)
-    if not accelerator:
-        return skip("no accelerator given upstream")
-    gpu_id = override.gpu if override is not None and override.gpu else names.get(accelerator)
-    if gpu_id is None:
-        return skip(f"accelerator {accelerator!r} has no KB gpu (not in the name map)")
-    if gpu_id not in gpus:
-        return skip(f"accelerator {accelerator!r} maps to {gpu_id!r}, which is not in kb/gpus/")
-    count = float(row["accelerator_count"] or 0)
-    if override is not None and override.gpu_count is not None:
-        count = override.gpu_count
-    if count < 1 or count != int(count):
-        return skip(f"fractional GPU ({row['accelerator_count']} of one {accelerator})")
+    identified = _gpu_and_count(row, config, clouds, names, gpus, override)
+    if isinstance(identified, str):
+        return skip(identified)
+    gpu_id, count = identified
     on_demand, spot = _price(row["price_min_usd_hr"]), _price(row["spot_min_usd_hr"])
     if on_demand is None and spot is None:
         return skip("no price listed")
@@ -448,14 +474,12 @@ def _draft(
     notes = [f"as_of is {config.as_of_note}", "prices are per instance, the minimum over the regions listed"]
     if row.get("coverage") and row["coverage"] != "full":
         notes.append(f"snapshot note: {row['coverage']}")
-    extra_sources: list[dict[str, Any]] = []
-    local = local_zone_spot(row.get("coverage", ""))
-    if local is not None and spot is not None:
-        spot, note = _regional_spot(spot, local)
-        notes.append(note)
-        extra_sources.append(LOCAL_ZONE_SOURCE)
+    spot, local_note = _spot_outside_local_zones(spot, row.get("coverage", ""))
+    extra_sources: list[dict[str, Any]] = [LOCAL_ZONE_SOURCE] if local_note else []
+    if local_note:
+        notes.append(local_note)
         if on_demand is None and spot is None:
-            return skip(f"no price left: {note}")
+            return skip(f"no price left: {local_note}")
     if override is not None:
         notes.append(f"gpu/count corrected: {override.reason}")
     regions = [r for r in row.get("regions", "").split(";") if r]

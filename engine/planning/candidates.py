@@ -19,7 +19,8 @@ from functools import cached_property
 from types import MappingProxyType
 
 from engine.knowledge.graph import KBGraph
-from engine.models.kb import Gpu, Host, HostPrice, Interconnect, Offer, Price
+from engine.knowledge.kb import KB
+from engine.models.kb import Gpu, Host, HostPrice, Interconnect, Offer, Price, Stack
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
 from engine.planning.performance import Links
@@ -399,6 +400,68 @@ def _one_way_gbs(link: Interconnect, figure: float | None = None) -> float:
     return both / 2 if link.direction == "bidirectional" else both
 
 
+def _wiring(graph: KBGraph, gpu: Gpu, offer: Offer | None, count: int, nodes: int) -> tuple[str, bool, Links]:
+    """How an option's GPUs are joined: the kind of link between them (`infiniband` across nodes,
+    `none` for one GPU), whether it suits tensor parallelism, and its bandwidths."""
+    link = graph.kb.interconnects[offer.interconnect] if offer else graph.gpu_link(gpu.id)
+    joined = count // nodes <= max(gpu.link_domain_gpus, 1) or link.kind == "nvswitch"
+    tp_ok = link.tensor_parallel_suitable and joined and count > 1
+    kind = "infiniband" if nodes > 1 else link.kind if (count > 1 or link.kind == "unified") else "none"
+    return kind, tp_ok, _links(graph.kb, gpu, link, joined)
+
+
+def _links(kb: KB, gpu: Gpu, link: Interconnect, joined: bool) -> Links:
+    """One direction's bandwidth between the option's GPUs (their own link when `joined` in one link
+    domain, else the host's PCIe), between nodes and to the host, and an all-reduce's latency."""
+    inter = kb.interconnects[INTER_NODE_LINK]
+    host = kb.interconnects[gpu.host_interface or DEFAULT_HOST_LINK]
+    return Links(
+        gpu_to_gpu=(_one_way_gbs(link, gpu.interconnect_gbs) if joined else _one_way_gbs(host)) * GB,
+        inter_node=_one_way_gbs(inter) * GB,
+        host=_one_way_gbs(host) * GB,
+        latency_s=ALL_REDUCE_LATENCY_S["gpu-link" if joined and link.kind in GPU_LINKS else "pcie"],
+    )
+
+
+def _maturity(stack: Stack | None, gpu: Gpu, attrs: dict[str, Scalar]) -> dict[str, str]:
+    """Sets the option's `training_maturity` and `serving_maturity` (kb/stacks `maturity` for its
+    device class) in `attrs`; returns why each rated one is rated so."""
+    reasons: dict[str, str] = {}
+    for task in ("training", "serving"):
+        rated = stack.maturity_for(task, gpu.gpu_class) if stack else None
+        attrs[f"{task}_maturity"] = rated.level if rated else "unrated"
+        if rated is not None and stack is not None:
+            reasons[f"{task}_maturity"] = f"{stack.name} for {task}: {rated.reason}"
+    return reasons
+
+
+def _base_attrs(
+    ctx: Context, gpu: Gpu, *, count: int, nodes: int, acquisition: str, offer: Offer | None
+) -> dict[str, Scalar]:
+    """The attributes an option has from its GPU, its size and how it is got (docs/rule-facts.md),
+    in the order rules and docs list them."""
+    attrs: dict[str, Scalar] = {
+        "gpu": gpu.id,
+        "gpu_class": gpu.gpu_class,
+        "vendor": gpu.vendor,
+        "sold_as": gpu.sold_as,
+        "form_factor": gpu.form_factor,
+        "bf16_native": "bf16" in gpu.native_precisions,
+        "fp8_native": "fp8" in gpu.native_precisions,
+        "vram_per_gpu_gb": gpu.usable_memory_gb or gpu.memory_gb,
+        "gpu_count": count,
+        "nodes": nodes,
+        "acquisition": acquisition,
+        "vendor_allowed": _vendor_allowed(ctx, gpu),
+        "provider_allowed": acquisition != "rent"
+        or ctx.providers is None
+        or (offer is not None and offer.provider in ctx.providers),
+    }
+    if gpu.compute_capability is not None:
+        attrs["compute_capability"] = float(gpu.compute_capability)
+    return attrs
+
+
 def _option(
     graph: KBGraph,
     ctx: Context,
@@ -419,59 +482,23 @@ def _option(
     own_host: bool = False,
 ) -> Option:
     kb = graph.kb
-    link = kb.interconnects[offer.interconnect] if offer else graph.gpu_link(gpu.id)
-    inter = kb.interconnects[INTER_NODE_LINK]
-    host = kb.interconnects[gpu.host_interface or DEFAULT_HOST_LINK]
-    per_node = count // nodes
-    joined = per_node <= max(gpu.link_domain_gpus, 1) or link.kind == "nvswitch"
-    tp_ok = link.tensor_parallel_suitable and joined and count > 1
-    kind = "infiniband" if nodes > 1 else link.kind if (count > 1 or link.kind == "unified") else "none"
-    links = Links(
-        gpu_to_gpu=(_one_way_gbs(link, gpu.interconnect_gbs) if joined else _one_way_gbs(host)) * GB,
-        inter_node=_one_way_gbs(inter) * GB,
-        host=_one_way_gbs(host) * GB,
-        latency_s=ALL_REDUCE_LATENCY_S["gpu-link" if joined and link.kind in GPU_LINKS else "pcie"],
-    )
+    kind, tp_ok, links = _wiring(graph, gpu, offer, count, nodes)
     provider = kb.providers[offer.provider] if offer else None
-    attrs: dict[str, Scalar] = {
-        "gpu": gpu.id,
-        "gpu_class": gpu.gpu_class,
-        "vendor": gpu.vendor,
-        "sold_as": gpu.sold_as,
-        "form_factor": gpu.form_factor,
-        "platform": platform,
-        "interconnect": kind,
-        "tensor_parallel_suitable": tp_ok,
-        "bf16_native": "bf16" in gpu.native_precisions,
-        "fp8_native": "fp8" in gpu.native_precisions,
-        "vram_per_gpu_gb": gpu.usable_memory_gb or gpu.memory_gb,
-        "gpu_count": count,
-        "nodes": nodes,
-        "acquisition": acquisition,
-        "price_kind": price_kind,
-        "pricing": pricing,
-        "vendor_allowed": _vendor_allowed(ctx, gpu),
-        "provider_allowed": acquisition != "rent"
-        or ctx.providers is None
-        or (offer is not None and offer.provider in ctx.providers),
-        "usable_from_os": usable,
-        "within_host_power": not own_host
+    attrs = _base_attrs(ctx, gpu, count=count, nodes=nodes, acquisition=acquisition, offer=offer)
+    attrs.update(
+        platform=platform,
+        interconnect=kind,
+        tensor_parallel_suitable=tp_ok,
+        price_kind=price_kind,
+        pricing=pricing,
+        usable_from_os=usable,
+        within_host_power=not own_host
         or ctx.psu_watts is None
         or required_psu_watts(gpu.tdp_w or 0, count) <= ctx.psu_watts,
-    }
-    if gpu.compute_capability is not None:
-        attrs["compute_capability"] = float(gpu.compute_capability)
-    stack = kb.stacks.get(platform)
-    reasons: dict[str, str] = {}
-    for task in ("training", "serving"):
-        rated = stack.maturity_for(task, gpu.gpu_class) if stack else None
-        attrs[f"{task}_maturity"] = rated.level if rated else "unrated"
-        if rated is not None and stack is not None:
-            reasons[f"{task}_maturity"] = f"{stack.name} for {task}: {rated.reason}"
+    )
+    reasons = _maturity(kb.stacks.get(platform), gpu, attrs)
     if provider is not None:
-        attrs["provider"] = provider.id
-        attrs["provider_hosts"] = provider.hosts
-        attrs["provider_kind"] = provider.kind
+        attrs.update(provider=provider.id, provider_hosts=provider.hosts, provider_kind=provider.kind)
     return Option(
         gpu=gpu,
         count=count,
