@@ -128,40 +128,9 @@ def from_hf_config(config: HfConfig) -> FromHfConfig:
         else "rmsnorm"
     )
     arch["vocab_size"] = vocab
-    positions = take("max_position_embeddings")
-    if kind_name in LEARNED_POSITIONS and not isinstance(positions, int):
-        positions = LEARNED_POSITIONS[kind_name]
-        notes.append(
-            f"max_position_embeddings absent: {positions}, the size of {kind_name}'s learned position "
-            "table in its transformers config class"
-        )
-    arch["max_position_embeddings"] = positions if isinstance(positions, int) else 2048
-    arch["position_embedding"] = "learned" if kind_name in LEARNED_POSITIONS else "rope"
-    tied = take("tie_word_embeddings")
-    if tied is None and c is not config:
-        tied = config.tie_word_embeddings
-    if tied is None:
-        tied = kind_name in TIED_BY_DEFAULT
-        notes.append(
-            f"tie_word_embeddings absent: taken as {str(tied).lower()}, the {kind_name or 'usual'} default"
-        )
-    arch["tie_word_embeddings"] = bool(tied)
-    bias = take("attention_bias")
-    if kind_name in QKV_BIAS_ONLY:
-        arch["attention_bias"], arch["attention_output_bias"] = True, False
-    elif encoder:
-        arch["attention_bias"], arch["mlp_bias"] = True, True
-    elif bias:
-        arch["attention_bias"] = True
-    if encoder:
-        extra = c.model_extra or {}
-        types = extra.get("type_vocab_size")
-        arch["type_vocab_size"] = types if isinstance(types, int) and 0 <= types <= 1000 else 0
-        arch["pooler"] = kind_name in ("bert", "roberta", "xlm-roberta", "camembert", "electra")
-    if kind_name in QK_NORM:
-        arch["qk_norm"] = True
-    if kind_name in FOUR_NORMS:
-        arch["norms_per_layer"] = 4
+    positions = _positions(r, arch, kind_name, notes)
+    _tied_embeddings(r, config, arch, kind_name, notes)
+    _layer_extras(r, arch, kind_name, encoder)
     _window(r, arch, layers, kind_name)
     return FromHfConfig(
         architecture=arch,
@@ -171,6 +140,56 @@ def from_hf_config(config: HfConfig) -> FromHfConfig:
         native_precision=_precision(config, c),
         context_length=positions if isinstance(positions, int) else None,
     )
+
+
+def _positions(r: _Reader, arch: dict[str, object], kind_name: str, notes: list[str]) -> object:
+    """The position table's size and kind (learned for BERT-class encoders, else rotary); returns
+    what the config states, for the model's context length."""
+    positions = r.take("max_position_embeddings")
+    if kind_name in LEARNED_POSITIONS and not isinstance(positions, int):
+        positions = LEARNED_POSITIONS[kind_name]
+        notes.append(
+            f"max_position_embeddings absent: {positions}, the size of {kind_name}'s learned position "
+            "table in its transformers config class"
+        )
+    arch["max_position_embeddings"] = positions if isinstance(positions, int) else 2048
+    arch["position_embedding"] = "learned" if kind_name in LEARNED_POSITIONS else "rope"
+    return positions
+
+
+def _tied_embeddings(
+    r: _Reader, config: HfConfig, arch: dict[str, object], kind_name: str, notes: list[str]
+) -> None:
+    """Whether the output head shares the embedding matrix: stated, else the model type's default."""
+    tied = r.take("tie_word_embeddings")
+    if tied is None and r.c is not config:
+        tied = config.tie_word_embeddings
+    if tied is None:
+        tied = kind_name in TIED_BY_DEFAULT
+        notes.append(
+            f"tie_word_embeddings absent: taken as {str(tied).lower()}, the {kind_name or 'usual'} default"
+        )
+    arch["tie_word_embeddings"] = bool(tied)
+
+
+def _layer_extras(r: _Reader, arch: dict[str, object], kind_name: str, encoder: bool) -> None:
+    """Biases, an encoder's token types and pooler, QK norms and a fourth norm per layer."""
+    bias = r.take("attention_bias")
+    if kind_name in QKV_BIAS_ONLY:
+        arch["attention_bias"], arch["attention_output_bias"] = True, False
+    elif encoder:
+        arch["attention_bias"], arch["mlp_bias"] = True, True
+    elif bias:
+        arch["attention_bias"] = True
+    if encoder:
+        extra = r.c.model_extra or {}
+        types = extra.get("type_vocab_size")
+        arch["type_vocab_size"] = types if isinstance(types, int) and 0 <= types <= 1000 else 0
+        arch["pooler"] = kind_name in ("bert", "roberta", "xlm-roberta", "camembert", "electra")
+    if kind_name in QK_NORM:
+        arch["qk_norm"] = True
+    if kind_name in FOUR_NORMS:
+        arch["norms_per_layer"] = 4
 
 
 def _attention(r: _Reader, arch: dict[str, object], heads: int, kv_heads: int, hidden: int) -> None:

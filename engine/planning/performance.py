@@ -191,27 +191,39 @@ def inference_speed(
     prefill_rate = batch_prompts / max(launch, batch_prompts / compute_rate + all_reduces(batch_prompts))
     first_token = max(launch, work.prompt_tokens / compute_rate + all_reduces(work.prompt_tokens))
     if job.encoder:
-        documents = job.serving.corpus_documents if job.serving is not None else None
-        hours = (
-            None if documents is None else documents * work.prompt_tokens / (prefill_rate * layout.dp) / 3600
-        )
-        rate = prefill_rate * layout.dp
-        # each sequence is done when its batch is: it sees the replica's rate shared by the batch
-        return Speed(prefill_rate / work.sequences, rate, None, None, rate, first_token, hours)
+        return _encoder_speed(job, work, layout, prefill_rate, first_token)
     streaming = work.step_bytes / (gpu.memory_bandwidth_gbs * GB * ways * engine.bandwidth_efficiency)
     matmuls = work.sequences * work.flops_per_token / (peak * ways * engine.decode_compute_efficiency)
     experts = job.shape.n_moe_layers * moe_layer_seconds(ways)
     step = max(job.shape.n_layers * engine.layer_dispatch_s, streaming + matmuls + experts)
     step += all_reduces(work.sequences)  # one new token per sequence
-    concurrent = None
-    if memory is not None and budget is not None and memory.kv_cache > 0:
-        per_sequence_kv = memory.kv_cache / work.sequences
-        concurrent = max(0, floor((budget - (memory.total - memory.kv_cache)) / per_sequence_kv)) * layout.dp
+    concurrent = _concurrent(memory, budget, work, layout)
     per_sequence = 1.0 / step
     # Every sequence in flight decodes at the replica's step rate; idle replicas add nothing.
     return Speed(
         per_sequence, per_sequence * job.batch, concurrent, None, prefill_rate * layout.dp, first_token
     )
+
+
+def _encoder_speed(
+    job: Job, work: DecodeWork, layout: Layout, prefill_rate: float, first_token: float
+) -> Speed:
+    """An encoder's speed is its prefill: each sequence is done when its batch is, so it sees the
+    replica's rate shared by the batch; a corpus takes its tokens over every replica's rate."""
+    documents = job.serving.corpus_documents if job.serving is not None else None
+    rate = prefill_rate * layout.dp
+    hours = None if documents is None else documents * work.prompt_tokens / rate / 3600
+    return Speed(prefill_rate / work.sequences, rate, None, None, rate, first_token, hours)
+
+
+def _concurrent(
+    memory: Breakdown | None, budget: float | None, work: DecodeWork, layout: Layout
+) -> int | None:
+    """The sequences the replicas' KV cache holds within `budget` bytes per GPU (None when unknown)."""
+    if memory is None or budget is None or memory.kv_cache <= 0:
+        return None
+    per_sequence_kv = memory.kv_cache / work.sequences
+    return max(0, floor((budget - (memory.total - memory.kv_cache)) / per_sequence_kv)) * layout.dp
 
 
 def training_peak_flops(gpu: Gpu, precision: str) -> float | None:

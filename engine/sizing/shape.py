@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from math import sqrt
-from typing import Literal, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 from engine.sizing._checks import (
     check_choice,
@@ -264,16 +264,6 @@ def shape_from_architecture(arch: Mapping[str, object], *, kind: str = "decoder"
     n_layers = _int_field(arch, "n_layers")
     attention_bias = bool(arch.get("attention_bias", False))
     learned = _required(arch, "position_embedding") == "learned"
-    n_experts_raw = arch.get("n_experts")
-    experts_raw = arch.get("experts_per_token")
-    n_experts = 1 if n_experts_raw is None else check_positive_int("n_experts", n_experts_raw)
-    experts_per_token = 1 if experts_raw is None else check_positive_int("experts_per_token", experts_raw)
-    window_raw = arch.get("sliding_window")
-    window = None if window_raw is None else check_positive_int("sliding_window", window_raw)
-    layers_raw = arch.get("sliding_window_layers")
-    window_layers = (
-        None if layers_raw is None else check_non_negative_int("sliding_window_layers", layers_raw)
-    )
     output_bias = arch.get("attention_output_bias")
     o_bias = attention_bias if output_bias is None else bool(output_bias)
     norms = check_non_negative_int("norms_per_layer", arch.get("norms_per_layer", 2))
@@ -302,20 +292,36 @@ def shape_from_architecture(arch: Mapping[str, object], *, kind: str = "decoder"
         ),
         type_vocab_size=check_non_negative_int("type_vocab_size", arch.get("type_vocab_size", 0)),
         pooler=bool(arch.get("pooler", False)),
-        n_experts=n_experts,
-        experts_per_token=experts_per_token,
-        sliding_window=window,
-        sliding_window_layers=window_layers,
         qk_norm=bool(arch.get("qk_norm", False)),
-        moe_intermediate_size=_optional_int(arch, "moe_intermediate_size"),
-        n_shared_experts=check_non_negative_int("n_shared_experts", arch.get("n_shared_experts") or 0),
-        moe_layers=_optional_int(arch, "moe_layers"),
-        kv_lora_rank=_optional_int(arch, "kv_lora_rank"),
-        q_lora_rank=_optional_int(arch, "q_lora_rank"),
-        qk_rope_head_dim=_optional_int(arch, "qk_rope_head_dim"),
-        v_head_dim=_optional_int(arch, "v_head_dim"),
         extra_params=check_non_negative_int("extra_params_count", arch.get("extra_params_count") or 0),
+        **_experts_and_attention_variants(arch),
     )
+
+
+def _experts_and_attention_variants(arch: Mapping[str, object]) -> dict[str, Any]:
+    """The optional fields of a shape: MoE experts, sliding-window layers and MLA's low-rank
+    projections (absent: a dense model with full attention)."""
+    n_experts_raw = arch.get("n_experts")
+    experts_raw = arch.get("experts_per_token")
+    window_raw = arch.get("sliding_window")
+    layers_raw = arch.get("sliding_window_layers")
+    return {
+        "n_experts": 1 if n_experts_raw is None else check_positive_int("n_experts", n_experts_raw),
+        "experts_per_token": 1
+        if experts_raw is None
+        else check_positive_int("experts_per_token", experts_raw),
+        "sliding_window": None if window_raw is None else check_positive_int("sliding_window", window_raw),
+        "sliding_window_layers": None
+        if layers_raw is None
+        else check_non_negative_int("sliding_window_layers", layers_raw),
+        "moe_intermediate_size": _optional_int(arch, "moe_intermediate_size"),
+        "n_shared_experts": check_non_negative_int("n_shared_experts", arch.get("n_shared_experts") or 0),
+        "moe_layers": _optional_int(arch, "moe_layers"),
+        "kv_lora_rank": _optional_int(arch, "kv_lora_rank"),
+        "q_lora_rank": _optional_int(arch, "q_lora_rank"),
+        "qk_rope_head_dim": _optional_int(arch, "qk_rope_head_dim"),
+        "v_head_dim": _optional_int(arch, "v_head_dim"),
+    }
 
 
 DEFAULT_VOCAB_SIZE = 32_000

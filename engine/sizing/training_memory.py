@@ -158,6 +158,38 @@ class ModelStateMemory:
         return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
 
 
+def _offloaded(
+    weights: float, grads: float, opt: float, stage: int, offload_optimizer: bool, offload_params: bool
+) -> tuple[float, float, float, float]:
+    """(weights, gradients, optimizer, host) bytes per GPU once offload moves its share to the host:
+    the optimizer states, from stage 2 the gradient partition too, and with `offload_params` the
+    weights (DeepSpeed ZeRO-Offload / ZeRO-Infinity)."""
+    host = 0.0
+    if offload_optimizer:
+        host, opt = host + opt, 0.0
+        if stage >= 2:
+            host, grads = host + grads, 0.0
+    if offload_params:
+        host, weights = host + weights, 0.0
+    return weights, grads, opt, host
+
+
+def _check_offload(sharding: str, stage: int, offload_optimizer: bool, offload_params: bool) -> None:
+    """ValueError unless the offload flags are booleans the sharding allows: optimizer offload needs
+    ZeRO-1 or more, parameter offload ZeRO-3 and optimizer offload too (DeepSpeed, FSDP)."""
+    for name, flag in (("offload_optimizer", offload_optimizer), ("offload_params", offload_params)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be a bool, got {flag!r}")
+    if offload_optimizer and stage == 0:
+        raise ValueError(
+            "offload_optimizer needs ZeRO-1/2/3 or FSDP sharding, got sharding='" + sharding + "'"
+        )
+    if offload_params and stage < 3:
+        raise ValueError("offload_params needs ZeRO-3 or FSDP full sharding, got sharding='" + sharding + "'")
+    if offload_params and not offload_optimizer:
+        raise ValueError("offload_params needs offload_optimizer=True (DeepSpeed and FSDP offload both)")
+
+
 def model_state_memory(
     n_params: float,
     *,
@@ -192,18 +224,7 @@ def model_state_memory(
     largest = check_non_negative_int("largest_layer_params", largest_layer_params)
     if largest > p:
         raise ValueError(f"largest_layer_params ({largest}) cannot exceed n_params ({p})")
-    for name, flag in (("offload_optimizer", offload_optimizer), ("offload_params", offload_params)):
-        if not isinstance(flag, bool):
-            raise ValueError(f"{name} must be a bool, got {flag!r}")
-    if offload_optimizer and stage == 0:
-        raise ValueError(
-            "offload_optimizer needs ZeRO-1/2/3 or FSDP sharding, got sharding='" + sharding + "'"
-        )
-    if offload_params and stage < 3:
-        raise ValueError("offload_params needs ZeRO-3 or FSDP full sharding, got sharding='" + sharding + "'")
-    if offload_params and not offload_optimizer:
-        raise ValueError("offload_params needs offload_optimizer=True (DeepSpeed and FSDP offload both)")
-
+    _check_offload(sharding, stage, offload_optimizer, offload_params)
     w = check_non_negative("weight_bytes", weight_bytes)
     g = check_non_negative("gradient_bytes", gradient_bytes)
     master = _master_bytes(master_weights, w, check_non_negative("master_weight_bytes", master_weight_bytes))
@@ -215,16 +236,7 @@ def model_state_memory(
     opt = p * (master + state) / (n if stage >= 1 else 1)
     working_set = largest * (w + g) if stage >= 3 else 0.0
 
-    host = 0.0
-    if offload_optimizer:
-        host += opt
-        opt = 0.0
-        if stage >= 2:
-            host += grads
-            grads = 0.0
-    if offload_params:
-        host += weights
-        weights = 0.0
+    weights, grads, opt, host = _offloaded(weights, grads, opt, stage, offload_optimizer, offload_params)
     return ModelStateMemory(
         weights_bytes=weights + working_set,
         gradients_bytes=grads,
