@@ -28,7 +28,8 @@ from engine.planning.candidates import Option
 from engine.planning.economics import Costs
 from engine.planning.memory import Breakdown, Layout
 from engine.planning.performance import Speed
-from engine.planning.planner import Candidate, Spec
+from engine.planning.plan_space import Spec
+from engine.planning.planner import Candidate
 from engine.planning.workload import resolve
 from engine.reasoning.policy import Filter, Policy, Preference, Suggestion
 from engine.reasoning.refengine import Firing, Outcome

@@ -10,9 +10,9 @@ option's plan. Memory depends only on the layout, so it is computed once per lay
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from math import ceil
 from types import MappingProxyType
 
@@ -23,7 +23,7 @@ from engine.models.rule import Scalar
 from engine.planning import deadline
 from engine.planning.candidates import Option
 from engine.planning.economics import Costs, Usage, costs, spend, usage
-from engine.planning.memory import Breakdown, Layout, Split, per_gpu, reported_bytes, serving_budget
+from engine.planning.memory import Breakdown, Layout, per_gpu, reported_bytes, serving_budget
 from engine.planning.performance import (
     DecodeWork,
     Speed,
@@ -33,6 +33,7 @@ from engine.planning.performance import (
     training_speed,
     training_work,
 )
+from engine.planning.plan_space import NATIVE_ATTRIBUTE, Spec, plan_space_for, plan_specs
 from engine.planning.requirements import required_prefill_tokens_per_second
 from engine.planning.workload import Job
 from engine.reasoning.policy import (
@@ -46,13 +47,6 @@ from engine.reasoning.policy import (
 from engine.sizing import GB
 from engine.sizing.serving_engines import profile
 
-METHOD_ORDER = ("pretrain", "full_finetune", "lora", "qlora")
-PRECISION_ORDER = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
-TRAINING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
-SHARDED_NAMES = ("zero-3", "fsdp-full-shard")
-PARTIAL_ZERO = {1: "zero-1", 2: "zero-2"}
-"""ZeRO stages below full sharding, planned when the request lists them: with the same memory per GPU
-as DDP for the weights, they suit a team whose stack already runs them (ZeRO-1 on 64 GPUs)"""
 PROVIDER_ATTRIBUTES = frozenset({"provider", "provider_hosts", "provider_kind", "provider_allowed"})
 EARLY_ATTRIBUTES = frozenset({"gpu_count", "within_max_gpus", "matches_gpu_count", "within_budget"})
 """Plan attributes that can be known before sizing: the GPU count (unless a serving fleet may add
@@ -62,13 +56,6 @@ MIN_HEADROOM = 1 * GB
 """the least memory kept free on a GPU, whatever its size (rule keep-memory-headroom)"""
 MEMORY_RULE = "memory"
 """Rejections for memory name the rule that requires `fits`, or this when no rule does."""
-
-
-@dataclass(frozen=True)
-class Spec:
-    layout: Layout
-    strategy: str
-    parallelism: tuple[str, ...]
 
 
 @dataclass(slots=True, eq=False)
@@ -206,21 +193,10 @@ class Planner:
         self.neutral_precision = None if neutral is None else str(neutral)
         """a precision planned first, as the request's own, on the GPUs that run it natively (rule
         serve-in-fp8-where-native: fp8 serving is quality-neutral); elsewhere `base_precision`"""
-        self.methods = _methods(job.task, policy)
-        self.strategies = frozenset(str(v) for v in policy.suggested("parallelism"))
-        if job.checkpointing is not None:
-            checkpointing: tuple[bool, ...] = (job.checkpointing,)
-        else:
-            checkpointing = (False, True) if facts.get("plan.gradient_checkpointing") is True else (False,)
-        self.space = PlanSpace(
-            tuple(
-                (m, _precisions(m, self.base_precision, policy, self.neutral_precision)) for m in self.methods
-            ),
-            self.strategies,
-            next((n for n in SHARDED_NAMES if n in self.strategies), None),
-            checkpointing,
-            job.batch,
+        self.space = plan_space_for(
+            job.task, policy, self.base_precision, self.neutral_precision, job.checkpointing, job.batch
         )
+        self.strategies = self.space.strategies
         self.fits_rule = next(
             (f.rule for f in policy.filters if f.keep_matching and f.where.get("fits") is True), MEMORY_RULE
         )
@@ -688,111 +664,6 @@ class Planner:
         """The attributes plan filters and preferences look at (asked for several times per search)."""
         wheres = [f.where for f in self.plan_filters] + [p.where for p in self.policy.preferences]
         return frozenset(name for where in wheres for name in where)
-
-
-@dataclass(frozen=True)
-class PlanSpace:
-    """What the specs tried depend on: the rules' suggestions and the request, not the model's size."""
-
-    precisions: tuple[tuple[str, tuple[str, ...]], ...]
-    """each method in preference order, with its precisions in preference order"""
-    strategies: frozenset[str]
-    sharded_name: str | None
-    checkpointing: tuple[bool, ...]
-    batch: int
-    """sequences in flight (inference: replicas beyond them would idle)"""
-
-
-@lru_cache(maxsize=1024)
-def plan_specs(space: PlanSpace, count: int, per_node: int) -> tuple[Spec, ...]:
-    """The specs for `count` GPUs, `per_node` to a node, in preference order (a pure function of few
-    distinct arguments, so built once per plan space; the specs are immutable)."""
-    return tuple(
-        Spec(
-            Layout(method, precision, tp, split, dp, zero, offload, ckpt),
-            strategy,
-            _parallelism(strategy, tp, space.sharded_name),
-        )
-        for method, precisions in space.precisions
-        for precision in precisions
-        for strategy, tp, dp, split, zero, offload in _layouts(space, method, count, per_node)
-        for ckpt in (space.checkpointing if method != "inference" else (False,))
-    )
-
-
-def _layouts(
-    space: PlanSpace, method: str, count: int, per_node: int
-) -> Iterator[tuple[str, int, int, Split, int, bool]]:
-    """(strategy, tp, dp, split, ZeRO stage, offload) for each layout of `count` GPUs, in preference order."""
-    strategies = space.strategies
-    ways = [w for w in (2, 4, 8, 16, 32, 64) if w <= count and count % w == 0]
-    # Tensor parallelism splits attention heads, so it takes a power of two; pipeline stages
-    # can be any number (vLLM and DeepSpeed take e.g. 3), so all `count` GPUs can form one.
-    stages = sorted({*ways, count} - {1})
-    if method == "inference":
-        # Replicas beyond the sequences in flight would idle (a serving fleet grows by copies).
-        if count == 1:
-            yield "single", 1, 1, "tensor", 0, False
-        elif count <= space.batch:
-            yield "replicas", 1, count, "tensor", 0, False
-        busy = [w for w in ways if count // w <= space.batch]
-        if "tensor-parallel" in strategies:
-            for tp in (w for w in busy if w <= per_node):
-                yield "tensor-parallel", tp, count // tp, "tensor", 0, False
-        if "pipeline-parallel" in strategies:
-            for pp in (s for s in stages if count // s <= space.batch):
-                yield "pipeline-parallel", pp, count // pp, "pipeline", 0, False
-        return
-    if count == 1:
-        yield "single", 1, 1, "tensor", 0, False
-    else:
-        if "ddp" in strategies:
-            yield "ddp", 1, count, "tensor", 0, False
-        for stage, name in PARTIAL_ZERO.items():  # only where the request lists them (their rules)
-            if name in strategies:
-                yield name, 1, count, "tensor", stage, False
-        if space.sharded_name:
-            yield space.sharded_name, 1, count, "tensor", 3, False
-        if "tensor-parallel" in strategies:
-            for tp in (w for w in ways if w <= per_node):
-                yield "tensor-parallel", tp, count // tp, "tensor", 0, False
-        if "pipeline-parallel" in strategies:
-            for pp in stages:
-                yield "pipeline-parallel", pp, count // pp, "pipeline", 0, False
-    if "offload" in strategies and method in ("pretrain", "full_finetune"):
-        yield "offload", 1, count, "tensor", 3, True
-
-
-NATIVE_ATTRIBUTE = {"fp8": "fp8_native", "bf16": "bf16_native"}
-"""the option attribute that says a GPU computes in a precision natively"""
-
-
-def _precisions(method: str, base: str, policy: Policy, neutral: str | None = None) -> tuple[str, ...]:
-    """A method's precisions in preference order: the quality-neutral one first where it applies
-    (a GPU without it natively is excluded from it by rule fp8-only-where-native and takes the
-    next), then the requested or rule-chosen one, then the suggested substitutes."""
-    if method == "qlora":
-        return ("nf4",)
-    allowed = PRECISION_ORDER if method == "inference" else TRAINING_PRECISIONS
-    suggested = {str(v) for v in policy.suggested("precision")}
-    ordered = ([neutral] if neutral else []) + [base] + [p for p in PRECISION_ORDER if p in suggested]
-    return tuple(p for i, p in enumerate(ordered) if p in allowed and p not in ordered[:i])
-
-
-def _methods(task: str, policy: Policy) -> list[str]:
-    if task == "inference":
-        return ["inference"]
-    suggested = {str(v) for v in policy.suggested("method")}
-    start = METHOD_ORDER.index(task)
-    return [task] + [m for m in METHOD_ORDER[start + 1 :] if m in suggested]
-
-
-def _parallelism(strategy: str, tp: int, sharded_name: str | None) -> tuple[str, ...]:
-    if strategy == "offload":
-        return (sharded_name or "zero-3", "offload")
-    if strategy == "single":
-        return ()
-    return (strategy,)
 
 
 def _with_figures(rule_filter: Filter, speed: Speed) -> str:

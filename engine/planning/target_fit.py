@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.models.kb import Gpu
-from engine.planning.planner import Planner, Spec
+from engine.planning.plan_space import Spec
+from engine.planning.planner import Planner
 
 SCALE_OUT_COUNTS = (2, 4, 8, 16, 32, 64)
 """GPU counts tried, beyond the target's, for a plan as asked when it does not fit"""
