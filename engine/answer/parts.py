@@ -14,7 +14,8 @@ from engine.models.response import Cost, GpuMemory, Launch, Recommendation, Reje
 from engine.models.rule import Rule
 from engine.planning.economics import DEFAULT_UTILIZATION
 from engine.planning.memory import HF_GRADIENT_BYTES
-from engine.planning.planner import Candidate, Planner, Rejection
+from engine.planning.plan_checks import Rejection
+from engine.planning.planner import Candidate, Planner
 from engine.planning.requirements import workload_assumptions
 from engine.planning.workload import Job
 from engine.reasoning.policy import Policy

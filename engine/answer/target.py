@@ -13,7 +13,8 @@ from engine.knowledge.kb import KB
 from engine.models.request import HardwareCount, RecommendRequest
 from engine.models.response import TargetFit
 from engine.planning.candidates import Context
-from engine.planning.planner import Candidate, Planner, Rejection
+from engine.planning.plan_checks import Rejection
+from engine.planning.planner import Candidate, Planner
 from engine.planning.search import Searcher, as_asked
 from engine.planning.target_fit import fit_of
 from engine.sizing import GB

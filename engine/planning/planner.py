@@ -16,7 +16,6 @@ from functools import cached_property
 from math import ceil
 from types import MappingProxyType
 
-from engine.models.attributes import PLAN_ATTRIBUTES
 from engine.models.kb import Gpu
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
@@ -33,29 +32,21 @@ from engine.planning.performance import (
     training_speed,
     training_work,
 )
+from engine.planning.plan_checks import ChecksMemo, PlanChecks, Rejection
 from engine.planning.plan_space import NATIVE_ATTRIBUTE, Spec, plan_space_for, plan_specs
 from engine.planning.requirements import required_prefill_tokens_per_second
 from engine.planning.workload import Job
 from engine.reasoning.policy import (
     Filter,
     Policy,
-    Preference,
-    SourcedTest,
     passes_residual,
-    residual,
 )
 from engine.sizing import GB
 from engine.sizing.serving_engines import profile
 
-PROVIDER_ATTRIBUTES = frozenset({"provider", "provider_hosts", "provider_kind", "provider_allowed"})
-EARLY_ATTRIBUTES = frozenset({"gpu_count", "within_max_gpus", "matches_gpu_count", "within_budget"})
-"""Plan attributes that can be known before sizing: the GPU count (unless a serving fleet may add
-copies of the option) and, for a bought or owned option, whether its capex is within the budget."""
 GIB = 2**30
 MIN_HEADROOM = 1 * GB
 """the least memory kept free on a GPU, whatever its size (rule keep-memory-headroom)"""
-MEMORY_RULE = "memory"
-"""Rejections for memory name the rule that requires `fits`, or this when no rule does."""
 
 
 @dataclass(slots=True, eq=False)
@@ -89,25 +80,6 @@ class Candidate:
         return {**self.option.attrs, **self.plan_attrs}
 
 
-_SettledFilters = tuple[tuple[Filter, tuple[SourcedTest, ...] | None, bool], ...]
-_SettledPreferences = tuple[tuple[Preference, tuple[SourcedTest, ...]], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _SpecChecks:
-    """The plan filters and preferences left to test on an option once a spec's attributes are known."""
-
-    filters: _SettledFilters
-    """(filter, its tests on other attributes or None when its spec part fails, whether they read
-    `within_budget`), in the policy's order, without those that cannot reject on this spec"""
-    preferences: _SettledPreferences
-    """(preference, its tests on other attributes), without those that cannot hold on this spec"""
-    attrs: Mapping[str, Scalar]
-    """the spec's own plan attributes (`Planner._spec_attrs`)"""
-    native: str | None
-    """the option attribute that says whether the GPU runs the spec's precision natively (None: any does)"""
-
-
 @dataclass(slots=True)
 class _SizedSpec:
     """A spec and, once needed, its memory per GPU (filled in place: the planner's own cache)."""
@@ -139,33 +111,6 @@ class SizingMemo:
     usable: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
-class ChecksMemo:
-    """The rules' filters and preferences settled on each spec: they depend on the policy, so only
-    planners with the same policy share them (`Planner.asked_only`). Bound: one entry per spec, and
-    per distinct set of spec attributes."""
-
-    spec_checks: dict[int, _SpecChecks] = field(default_factory=dict)
-    residuals: dict[tuple[Scalar, ...], tuple[_SettledFilters, _SettledPreferences]] = field(
-        default_factory=dict
-    )
-
-
-@dataclass(slots=True, eq=False)
-class Rejection:
-    """Why an option has no plan (never changed once made; not frozen for the same reason)."""
-
-    option: Option
-    rule: str
-    reason: str
-    rules: frozenset[str] = frozenset()
-    """every rule that rejected one of the option's plans (`rule` is the first); lifting any other
-    rule cannot make the option a candidate"""
-
-    def rejected_by(self, rule: str) -> bool:
-        return rule == self.rule or rule in self.rules
-
-
 class Planner:
     def __init__(
         self,
@@ -176,6 +121,8 @@ class Planner:
         rent_rates: Mapping[str, float] = MappingProxyType({}),
         buy_prices: Mapping[str, float] = MappingProxyType({}),
         as_asked_only: bool = False,
+        sizing: SizingMemo | None = None,
+        checked: ChecksMemo | None = None,
     ) -> None:
         """A planner for one request; `rent_rates` (cheapest on-demand $/GPU-hour per GPU id) and
         `buy_prices` (latest new price per GPU id) are the KB's, for the break-even figures."""
@@ -197,33 +144,26 @@ class Planner:
             job.task, policy, self.base_precision, self.neutral_precision, job.checkpointing, job.batch
         )
         self.strategies = self.space.strategies
-        self.fits_rule = next(
-            (f.rule for f in policy.filters if f.keep_matching and f.where.get("fits") is True), MEMORY_RULE
-        )
-        self.option_filters = tuple(f for f in policy.filters if not f.per_plan)
-        self.plan_filters = tuple(f for f in policy.filters if f.per_plan)
         required = facts.get("sizing.required_tokens_per_s")
         self.required_tps = None if required is None else _number(required)
         self.required_prefill_tps = required_prefill_tokens_per_second(job)
         per_user = facts.get("sizing.per_user_tokens_per_s")
         self.per_user_tps = None if per_user is None else _number(per_user)
-        self.offload_listed = "offload" in (request.constraints.parallelism or ())
         self.spares = int(_number(facts.get("plan.spare_replicas"))) if job.task == "inference" else 0
         """replicas beyond those the traffic needs (rule availability-needs-a-spare-replica)"""
-        # Without a serving fleet (no copies), the GPU count and a bought or owned option's spend
-        # are known before sizing: filters on them alone (a fixed gpu_count, a budget) screen early.
-        self.early_filters = (
-            tuple(
-                (f, frozenset(f.where) & PLAN_ATTRIBUTES)
-                for f in self.plan_filters
-                if set(f.where) & PLAN_ATTRIBUTES <= EARLY_ATTRIBUTES
-            )
-            if self.required_tps is None and not self.spares
-            else ()
-        )
         self._as_asked_only = as_asked_only
-        self._sizing = SizingMemo()
-        self._checked = ChecksMemo()
+        self._sizing = sizing or SizingMemo()
+        self.checks = PlanChecks(
+            job,
+            policy,
+            request,
+            self.own_precisions,
+            early=self.required_tps is None and not self.spares,
+            spec_attr_memo=self._sizing.spec_attrs,
+            memo=checked or ChecksMemo(),
+        )
+        """the rules' filters and preferences as plans meet them"""
+        self.fits_rule = self.checks.fits_rule
 
     def without(self, rule: str, *, as_asked_only: bool = False) -> Planner:
         """This planner with one rule's filters lifted, planning as asked only or not. Sizing does
@@ -251,10 +191,9 @@ class Planner:
             rent_rates=self.rent_rates,
             buy_prices=self.buy_prices,
             as_asked_only=as_asked_only,
+            sizing=self._sizing,
+            checked=self.checks.memo if policy is self.policy else None,
         )
-        sibling._sizing = self._sizing
-        if policy is self.policy:
-            sibling._checked = self._checked
         return sibling
 
     # --- plan space ----------------------------------------------------------------------------
@@ -369,7 +308,7 @@ class Planner:
             found = self._sizing.asked_entries[key] = [
                 e
                 for e in self._entries(count, per_node)
-                if not (self._as_asked_only and self._changes_request(e.spec))
+                if not (self._as_asked_only and self.checks.changes_request(e.spec))
                 and (native or e.spec.layout.precision != self.neutral_precision)
             ]
         return found
@@ -382,46 +321,10 @@ class Planner:
 
     # --- one option ----------------------------------------------------------------------------
 
-    def split_option_filters(self, varying: frozenset[str]) -> tuple[tuple[Filter, ...], tuple[Filter, ...]]:
-        """The hardware filters that read none of the `varying` attributes, and those that read some."""
-        shared = tuple(f for f in self.option_filters if not varying & f.where.keys())
-        return shared, tuple(f for f in self.option_filters if varying & f.where.keys())
-
-    def screen(
-        self, option: Option, filters: tuple[Filter, ...] | None = None, *, early: bool = True
-    ) -> Rejection | None:
-        """The first filter on hardware alone that rejects the option, before any sizing (`filters`:
-        only these of the hardware filters; `early`: also the count and budget filters)."""
-        for rule_filter in self.option_filters if filters is None else filters:
-            if rule_filter.rejects(option.attrs):
-                return Rejection(option, rule_filter.rule, rule_filter.message)
-        return self.screen_early(option) if early else None
-
-    def screen_early(self, option: Option) -> Rejection | None:
-        """The first filter on the GPU count or a bought option's capex that rejects the option."""
-        if self.early_filters:
-            known = self._count_attrs(option.count)
-            if option.acquisition != "rent":  # spend is the capex (0 when owned), whatever the plan
-                budget = self.request.constraints.budget_usd
-                known["within_budget"] = budget is None or option.capex_usd <= budget
-            attrs = {**option.attrs, **known}
-            for rule_filter, reads in self.early_filters:
-                if reads <= known.keys() and rule_filter.rejects(attrs):
-                    return Rejection(option, rule_filter.rule, rule_filter.message)
-        return None
-
-    def _count_attrs(self, gpus: int) -> dict[str, Scalar]:
-        c = self.request.constraints
-        return {
-            "within_max_gpus": c.max_gpus is None or gpus <= c.max_gpus,
-            "matches_gpu_count": c.gpu_count is None or gpus == c.gpu_count,
-            "gpu_count": gpus,
-        }
-
     def plan(self, option: Option) -> Candidate | Rejection | None:
         """The option's plan, why it has none, or None when nothing can run on it for reasons that
         are not worth reporting (no layout for its GPU count, no FLOPS figure in the KB)."""
-        screened = self.screen(option)
+        screened = self.checks.screen(option)
         if screened is not None:
             return screened
         return self.plan_screened(option)
@@ -521,11 +424,11 @@ class Planner:
         copies += self.spares
         hours = speed.training_hours
         run_hours = hours if hours is not None else job.job_hours
-        checks = self._checked.spec_checks.get(id(spec)) or self._checks(spec)
+        checks = self.checks.memo.spec_checks.get(id(spec)) or self.checks.checks(spec)
         option_attrs = option.attrs
         gpus = option.count * copies
         c = self.request.constraints
-        # One dict literal, in the order `_count_attrs` and the rest used to be added.
+        # One dict literal, in the order `count_attrs` and the rest used to be added.
         plan: dict[str, Scalar] = {
             **checks.attrs,
             "precision_native": True if checks.native is None else bool(option_attrs[checks.native]),
@@ -588,82 +491,6 @@ class Planner:
         budget = self.request.constraints.budget_usd
         attrs["within_budget"] = budget is None or spend(priced, option.acquisition) <= budget
         return priced
-
-    def _changes_request(self, spec: Spec) -> bool:
-        attrs = self._spec_attrs(spec)
-        if spec.layout.offload and not self.offload_listed:
-            return True
-        return bool(attrs["method_changed"] or attrs["precision_changed"])
-
-    def _spec_attrs(self, spec: Spec) -> dict[str, Scalar]:
-        """The attributes a spec has on any GPU, computed once per spec."""
-        found = self._sizing.spec_attrs.get(id(spec))  # specs live as long as the planner: ids are stable
-        if found is None:
-            c = self.request.constraints
-            layout = spec.layout
-            requested = self.own_precisions
-            found = self._sizing.spec_attrs[id(spec)] = {
-                "method": layout.method,
-                "precision": layout.precision,
-                "method_changed": layout.method != self.job.task,
-                "precision_changed": layout.precision not in requested and layout.method != "qlora",
-                "strategy": spec.strategy,
-                "tp_degree": layout.tp,
-                "offload": layout.offload,
-                "strategy_allowed": c.parallelism is None
-                or spec.strategy in ("single", "replicas")
-                or spec.strategy in c.parallelism,
-            }
-        return found
-
-    def _checks(self, spec: Spec) -> _SpecChecks:
-        """The plan filters and preferences with the tests on the spec's own attributes applied,
-        once per spec: most read its method, precision or strategy, so on most specs they are
-        settled before any option is seen."""
-        found = self._checked.spec_checks.get(id(spec))  # ids are stable, as in `_spec_attrs`
-        if found is None:
-            attrs = self._spec_attrs(spec)
-            # Specs that differ only in what no rule reads (data-parallel ranks, checkpointing, the
-            # GPU count) have the same attributes: the residual tests depend on those alone.
-            values = tuple(attrs.values())
-            settled = self._checked.residuals.get(values)
-            if settled is None:
-                settled = self._checked.residuals[values] = self._settle(attrs)
-            precision = spec.layout.precision
-            native = "bf16_native" if precision == "bf16" else "fp8_native" if precision == "fp8" else None
-            found = self._checked.spec_checks[id(spec)] = _SpecChecks(*settled, attrs, native)
-        return found
-
-    def _settle(self, attrs: Mapping[str, Scalar]) -> tuple[_SettledFilters, _SettledPreferences]:
-        """`_SpecChecks.filters` and `.preferences` for a spec with these attributes."""
-        # `fits` holds on every plan tried (only specs that fit are tried).
-        known: dict[str, Scalar] = {**attrs, "fits": True}
-        filters: list[tuple[Filter, tuple[SourcedTest, ...] | None, bool]] = []
-        for rule_filter in self.plan_filters:
-            rest = residual(rule_filter.tests, known)
-            keeps = rule_filter.keep_matching
-            if (rest is None and not keeps) or (rest == () and keeps):
-                continue  # its verdict on this spec is to keep every option
-            needs_budget = rest is not None and any(name == "within_budget" for name, _, _ in rest)
-            filters.append((rule_filter, rest, needs_budget))
-        preferences = tuple(
-            (p, rest) for p in self.policy.preferences if (rest := residual(p.tests, known)) is not None
-        )
-        return tuple(filters), preferences
-
-    def reads_provider(self) -> bool:
-        """Whether a plan filter or a preference looks at which provider rents the option."""
-        return not self._read.isdisjoint(PROVIDER_ATTRIBUTES)
-
-    def reads(self, attribute: str) -> bool:
-        """Whether a plan filter or a preference looks at this candidate attribute."""
-        return attribute in self._read
-
-    @cached_property
-    def _read(self) -> frozenset[str]:
-        """The attributes plan filters and preferences look at (asked for several times per search)."""
-        wheres = [f.where for f in self.plan_filters] + [p.where for p in self.policy.preferences]
-        return frozenset(name for where in wheres for name in where)
 
 
 def _with_figures(rule_filter: Filter, speed: Speed) -> str:

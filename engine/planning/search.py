@@ -27,7 +27,8 @@ from engine.planning.candidates import (
 from engine.planning.measures import complexity_of, preference_factor
 from engine.planning.memory import Layout
 from engine.planning.performance import method_utilization, training_flops, training_peak_flops
-from engine.planning.planner import Candidate, Planner, Rejection
+from engine.planning.plan_checks import Rejection
+from engine.planning.planner import Candidate, Planner
 from engine.reasoning.policy import Filter
 
 OPTION_BYTES = 2100
@@ -106,19 +107,21 @@ class Searcher:
         sized once: the cheapest that passes the filters stands for the rest, unless a rule looks at
         what differs. Options of several nodes are sized only for GPUs that one node cannot run the
         job on."""
-        if planner.reads_provider() or planner.reads("price_kind"):
+        if planner.checks.reads_provider() or planner.checks.reads("price_kind"):
             return self.search_options(planner, self.options(ctx, gpu_count))
         found: list[Candidate] = []
         rejected: list[Rejection] = []
         for option in self.grouped_options(ctx, gpu_count).alone:
-            screened = planner.screen(option)
+            screened = planner.checks.screen(option)
             if screened is not None:
                 rejected.append(screened)
             else:
                 self._plan_into(planner, option, found, rejected)
         screens = self.screened_groups(planner, ctx, gpu_count)
-        if planner.early_filters:
-            cheapest = _cheapest_passing(screens.groups, screens.verdicts, rejected, planner.screen_early)
+        if planner.checks.early_filters:
+            cheapest = _cheapest_passing(
+                screens.groups, screens.verdicts, rejected, planner.checks.screen_early
+            )
         else:
             rejected.extend(screens.rejections)
             cheapest = list(screens.cheapest)
@@ -131,18 +134,21 @@ class Searcher:
         the count and budget filters', do not depend on the request)."""
         # Owned hardware stands alone, outside the price groups: requests that differ only in it
         # share the groups' screens.
-        grouped_ctx = dataclasses.replace(ctx, owned=())
-        key = (grouped_ctx, gpu_count, tuple(_filter_key(f) for f in planner.option_filters))
+        grouped_ctx = dataclasses.replace(ctx, owned=(), your_computer=False)
+        checks = planner.checks
+        key = (grouped_ctx, gpu_count, tuple(_filter_key(f) for f in checks.option_filters))
         found = self._screens.get(key)
         if found is None:
             _, groups, varying = self.grouped_options(grouped_ctx, gpu_count)
-            shared_filters, own_filters = planner.split_option_filters(varying)
+            shared_filters, own_filters = checks.split_option_filters(varying)
             verdicts: list[GroupScreen | None] = []
             for group in groups:
                 # Filters on what a group's options share judge the group once, by its cheapest;
                 # filters on what varies judge each option.
-                shared = planner.screen(group[0], shared_filters, early=False)
-                own = () if shared else tuple(planner.screen(o, own_filters, early=False) for o in group)
+                shared = planner.checks.screen(group[0], shared_filters, early=False)
+                own = (
+                    () if shared else tuple(planner.checks.screen(o, own_filters, early=False) for o in group)
+                )
                 rejects = shared is not None or any(verdict is not None for verdict in own)
                 verdicts.append(GroupScreen(shared, own) if rejects else None)
             rejections: list[Rejection] = []
@@ -157,7 +163,7 @@ class Searcher:
         rejected: list[Rejection] = []
         passing: list[Option] = []
         for option in options:
-            screened = planner.screen(option)
+            screened = planner.checks.screen(option)
             if screened is None:
                 passing.append(option)
             else:
@@ -288,7 +294,7 @@ def cheapest_per_group(planner: Planner, options: Iterable[Option]) -> tuple[lis
     A group is only formed when no rule looks at what differs within it (the provider renting it;
     whether a bought GPU is new or used): then only its cheapest can rank, as every measure of the
     ranking is at least as good for it."""
-    provider_matters, price_kind_matters = planner.reads_provider(), planner.reads("price_kind")
+    provider_matters, price_kind_matters = planner.checks.reads_provider(), planner.checks.reads("price_kind")
     alone: list[Option] = []
     cheapest: dict[tuple[object, ...], Option] = {}
     for option in options:
@@ -358,7 +364,7 @@ def best_when_lifted(
     for floor, _, option in floors:
         if (to_beat is not None and floor >= to_beat) or (best is not None and floor > best[0]):
             break
-        if relaxed.screen(option) is not None:
+        if relaxed.checks.screen(option) is not None:
             continue
         found = relaxed.plan_screened(option)
         if isinstance(found, Candidate):

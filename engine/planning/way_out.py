@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.planning.planner import MEMORY_RULE, Candidate, Planner
+from engine.planning.plan_checks import MEMORY_RULE
+from engine.planning.planner import Candidate, Planner
 from engine.planning.search import Measure, Search, best_when_lifted, relaxed_objective
 
 
