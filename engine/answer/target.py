@@ -86,13 +86,13 @@ def fit_on(
             per_gpu_gb=0.0,
             vram_per_gpu_gb=capacity,
             why=f"No allowed way to run {task_title(asked)} on {target.count} GPUs "
-            f"(parallelism allowed: {', '.join(sorted(planner.strategies)) or 'none'}).",
+            f"(parallelism allowed: {', '.join(sorted(planner.space.strategies)) or 'none'}).",
             alternatives=[],
         )
     count = f"{target.count} x " if target.count > 1 else ""
     text = (
         f"{task_title(asked)} in {fit.precision} needs {fit.least / GB:.1f} GB per GPU at best "
-        f"on {count}{gpu.name} (each {planner.room(gpu)}): it {'fits' if fit.fits else 'does not fit'}."
+        f"on {count}{gpu.name} (each {planner.fit.room(gpu)}): it {'fits' if fit.fits else 'does not fit'}."
     )
     if not fit.fits and fit.alternatives:
         text += " Ways to make it run: " + "; ".join(fit.alternatives) + "."

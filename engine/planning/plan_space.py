@@ -130,6 +130,15 @@ def _precisions(method: str, base: str, policy: Policy, neutral: str | None = No
     return tuple(p for i, p in enumerate(ordered) if p in allowed and p not in ordered[:i])
 
 
+def own_precisions(requested: str | None, base: str, neutral: str | None) -> tuple[str | None, ...]:
+    """The precisions that count as the request's own: the requested or rule-chosen one (`base`), the
+    quality-neutral one, and, with none stated and bf16 chosen, fp16 (where a GPU has no bf16 it runs
+    fp16, with loss scaling when training: the same memory and, for the user, the same plan, as rule
+    default-precision-bf16 says; a GPU with bf16 plans bf16 first)."""
+    own = requested or base
+    return (own, neutral, "fp16" if requested is None and own == "bf16" else None)
+
+
 def plan_space_for(
     task: str, policy: Policy, base: str, neutral: str | None, checkpointing: bool | None, batch: int
 ) -> PlanSpace:

@@ -383,7 +383,7 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     # A stated utilisation fixes the busy hours whatever the run takes; without one a run with a token
     # count pays for its own hours, known only once sized.
     tokens = job.training_tokens if job.utilization is None else None
-    busy = None if tokens is not None else planner.usage(job.job_hours).busy_hours
+    busy = None if tokens is not None else planner.pricing.usage(job.job_hours).busy_hours
     # the preferences that could favour an option: their tests on the option's own attributes pass
     favouring = [
         (p.weight, tuple((name, holds) for name, holds in p.tests if name not in PLAN_ATTRIBUTES))

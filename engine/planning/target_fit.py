@@ -31,11 +31,11 @@ class Fit:
 
 def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
     """How the job fits `count` x `gpu` as asked, with the ways to make it run."""
-    usable = planner.usable_on(gpu)
+    usable = planner.fit.usable_on(gpu)
     per_node = min(count, max(gpu.link_domain_gpus, 1))
     asked = planner.job.task
     precision = "nf4" if asked == "qlora" else planner.precision_on(gpu)
-    totals = {spec: planner.memory(spec.layout).total for spec in planner.specs(count, per_node)}
+    totals = {spec: planner.fit.memory(spec.layout).total for spec in planner.specs(count, per_node)}
     if not totals:  # the parallelism allowed cannot spread this task over that many GPUs
         return Fit(precision, False, 0.0, usable, False, ())
     # As asked: the method and precision requested, in GPU memory (offload is a way out, listed below).
@@ -63,7 +63,7 @@ def _scale_out(planner: Planner, gpu: Gpu, count: int, asked: str, precision: st
         if more <= count:
             continue
         per_node = min(more, max(gpu.link_domain_gpus, 1))
-        for spec in planner.fitting(more, per_node, gpu):
+        for spec in planner.fit.fitting(more, per_node, gpu):
             if _as_asked(spec, asked, precision):
                 return [f"{'+'.join(spec.parallelism) or spec.strategy} over {more} GPUs"]
     return []

@@ -28,7 +28,7 @@ def find_way_out(planner: Planner, search: Search, objective: str, measure: Meas
     """The hard constraint whose lifting gives the option the objective ranks first (`cheapest` and
     `fastest`: the cheapest), when nothing passes them all."""
     rules = sorted(
-        {r.rule for r in search.rejections if r.rule != MEMORY_RULE and r.rule != planner.fits_rule}
+        {r.rule for r in search.rejections if r.rule != MEMORY_RULE and r.rule != planner.checks.fits_rule}
     )
     deadline, budget = planner.policy.role("deadline"), planner.policy.role("budget")
     best: tuple[float, str, Candidate] | None = None

@@ -1,0 +1,177 @@
+"""Which specs fit a GPU: each spec's memory per GPU (sized once per request), the bytes a GPU lets a
+plan fill (a serving engine's share, else its memory less the headroom), and the least any spec of
+a GPU count needs, by which most options are judged without walking their specs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engine.models.kb import Gpu
+from engine.models.rule import Scalar
+from engine.planning.candidates import Option
+from engine.planning.economics import Usage
+from engine.planning.memory import Breakdown, Layout, per_gpu, reported_bytes, serving_budget
+from engine.planning.performance import DecodeWork, Speed, TrainingWork
+from engine.planning.plan_space import PlanSpace, Spec, plan_specs
+from engine.planning.workload import Job
+from engine.sizing import GB
+from engine.sizing.serving_engines import profile
+
+GIB = 2**30
+MIN_HEADROOM = 1 * GB
+"""the least memory kept free on a GPU, whatever its size (rule keep-memory-headroom)"""
+
+
+@dataclass(slots=True)
+class SizedSpec:
+    """A spec and, once needed, its memory per GPU (filled in place: the planner's own cache)."""
+
+    spec: Spec
+    memory: Breakdown | None = None
+    total: float = 0.0
+    speeds: dict[tuple[str, float, float, float, int], Speed | None] = field(default_factory=dict)
+    """the spec's speed by GPU model, links (gpu-to-gpu, inter-node, host) and nodes; filled by
+    `Planner._try`, shared with relaxed planners as the entries are (speed ignores filters)"""
+
+
+@dataclass(slots=True)
+class SizingMemo:
+    """What a planner works out once per request and reuses, independent of the rules' filters: the
+    specs for each GPU count, their memory and work, the usable memory of each GPU, the cost of use.
+    Bound: one request's plan space (a few hundred specs, one entry per GPU model); it lives as long
+    as the request's planners, which share it (`Planner.without`, `Planner.asked_only`)."""
+
+    memory: dict[Layout, Breakdown] = field(default_factory=dict)
+    spec_entries: dict[tuple[int, int], list[SizedSpec]] = field(default_factory=dict)
+    asked_entries: dict[tuple[int, int, bool, bool], list[SizedSpec]] = field(default_factory=dict)
+    least_memory: dict[tuple[int, int, bool, bool], float] = field(default_factory=dict)
+    spec_attrs: dict[int, dict[str, Scalar]] = field(default_factory=dict)
+    """by spec id: specs live as long as `spec_entries`, so their ids are stable"""
+    usage: dict[float | None, Usage] = field(default_factory=dict)
+    decode_work: dict[Layout, DecodeWork] = field(default_factory=dict)
+    training_work: dict[tuple[str, bool], TrainingWork] = field(default_factory=dict)
+    usable: dict[str, float] = field(default_factory=dict)
+
+
+class PlanFit:
+    """The memory side of planning for one request: which specs fit which GPU, at how many bytes."""
+
+    def __init__(
+        self,
+        job: Job,
+        space: PlanSpace,
+        headroom: float,
+        memo: SizingMemo,
+        *,
+        as_asked_only: bool,
+        changes_request: Callable[[Spec], bool],
+        neutral_precision: str | None,
+    ) -> None:
+        """`headroom`: the share of a GPU's memory kept free (rule keep-memory-headroom);
+        `changes_request`: whether a spec changes the requested method or precision (left out
+        while `as_asked_only`); `neutral_precision`: left out on a GPU that does not run it."""
+        self.job = job
+        self.space = space
+        self.headroom = headroom
+        self.memo = memo
+        self.as_asked_only = as_asked_only
+        self.changes_request = changes_request
+        self.neutral_precision = neutral_precision
+
+    def memory(self, layout: Layout) -> Breakdown:
+        found = self.memo.memory.get(layout)
+        if found is None:
+            found = self.memo.memory[layout] = per_gpu(self.job, layout)
+        return found
+
+    def fitting(self, count: int, per_node: int, gpu: Gpu) -> list[Spec]:
+        """Specs that fit one of these GPUs (`usable_on`), in preference order."""
+        usable = self.usable_on(gpu)
+        entries = [self.sized(entry) for entry in self.entries(count, per_node)]
+        return [e.spec for e in entries if e.total <= usable]
+
+    def usable_on(self, gpu: Gpu) -> float:
+        """Bytes of one of these GPUs a plan may fill: a serving engine's share of what the driver
+        reports, else what it reports less the headroom kept free."""
+        found = self.memo.usable.get(gpu.id)
+        if found is None:
+            budget = serving_budget(gpu, self.job) if self.job.task == "inference" else None
+            real = reported_bytes(gpu)
+            found = self.memo.usable[gpu.id] = (
+                budget if budget is not None else real - self.kept_free(real / GB)
+            )
+        return found
+
+    def kept_free(self, capacity_gb: float) -> float:
+        """Bytes of a GPU's memory kept free: the headroom share, at least MIN_HEADROOM."""
+        return max(MIN_HEADROOM, capacity_gb * GB * self.headroom)
+
+    def least(self, count: int, per_node: int, native: bool) -> float:
+        """The least memory per GPU any spec for this many GPUs needs (bytes; inf when none), among the
+        specs that keep the request's method and precision when only those are planned."""
+        key = (count, per_node, self.as_asked_only, native)
+        found = self.memo.least_memory.get(key)
+        if found is None:
+            found = self.memo.least_memory[key] = min(
+                (self.sized(e).total for e in self.planned(count, per_node, native)), default=float("inf")
+            )
+        return found
+
+    def entries(self, count: int, per_node: int) -> list[SizedSpec]:
+        """The specs for this many GPUs in preference order, each sized once it has been needed."""
+        key = (count, per_node)
+        found = self.memo.spec_entries.get(key)
+        if found is None:
+            found = self.memo.spec_entries[key] = [
+                SizedSpec(spec) for spec in plan_specs(self.space, count, per_node)
+            ]
+        return found
+
+    def planned(self, count: int, per_node: int, native: bool = True) -> list[SizedSpec]:
+        """`_entries` less those that change the request while only the request's are planned, and
+        less those in the quality-neutral precision on a GPU that does not run it (`native`)."""
+        if not self.as_asked_only and native:
+            return self.entries(count, per_node)
+        key = (count, per_node, self.as_asked_only, native)
+        found = self.memo.asked_entries.get(key)
+        if found is None:
+            found = self.memo.asked_entries[key] = [
+                e
+                for e in self.entries(count, per_node)
+                if not (self.as_asked_only and self.changes_request(e.spec))
+                and (native or e.spec.layout.precision != self.neutral_precision)
+            ]
+        return found
+
+    def sized(self, entry: SizedSpec) -> SizedSpec:
+        if entry.memory is None:
+            entry.memory = self.memory(entry.spec.layout)
+            entry.total = entry.memory.total
+        return entry
+
+    def room(self, gpu: Gpu) -> str:
+        """What one GPU offers a plan, in words: its reported memory and the share or headroom kept."""
+        real = reported_bytes(gpu) / GB
+        usable = self.usable_on(gpu) / GB
+        if self.job.task == "inference" and profile(self.job.engine).memory_utilization < 1.0:
+            return f"has {real:.1f} GB, of which {self.job.engine} takes {usable:.1f} GB"
+        return f"has {real:.1f} GB with {real - usable:.1f} GB kept free"
+
+    def host_usable(self, option: Option) -> float:
+        """Host RAM one node of the option offers less the headroom (bytes); unlimited when unknown
+        (hardware bought is configured to order; the why states what offload needs)."""
+        ram = option.offer.memory_gib if option.offer is not None else None
+        return float("inf") if ram is None else ram * GIB * (1 - self.headroom)
+
+    def host_too_small(self, option: Option, needed: float) -> str:
+        ram = option.offer.memory_gib if option.offer is not None else 0
+        return (
+            f"CPU offload needs {needed / GB:,.0f} GB of host RAM per node; "
+            f"{option.offer.instance_type if option.offer else option.gpu.name} has {ram:g} GiB"
+        )
+
+    def too_small(self, option: Option, least: float) -> str:
+        count = f"{option.count} x " if option.count > 1 else ""
+        room = self.room(option.gpu)
+        return f"needs at least {least / GB:.1f} GB per GPU; {count}{option.gpu.name} {room}"
