@@ -173,21 +173,7 @@ class Advisor:
         answer = self.answer(request)
         if answer.feasible or not may_assume_a_desktop(request):
             return answer
-        c = request.constraints
-        assumed = self.answer(
-            request.model_copy(update={"constraints": c.model_copy(update={"existing_host": ExistingHost()})})
-        )
-        if not assumed.feasible:
-            return answer
-        best = assumed.recommendations[0]
-        psu = required_psu_watts(self.kb.gpus[best.gpu].tdp_w or 0, best.gpu_count)
-        words = desktop_assumption(best.gpu_name, psu, c.budget_usd)
-        return assumed.model_copy(
-            update={
-                "summary": f"{assumed.summary} {words}",
-                "assumptions": {**assumed.assumptions, "existing_desktop": words},
-            }
-        )
+        return on_an_assumed_desktop(self, request) or answer
 
     def answer(self, request: RecommendRequest) -> RecommendResponse:
         """The answer to `request` as it is stated."""
@@ -328,6 +314,26 @@ class Advisor:
 
 
 TARGET_FITS = "hardware.target_fits"
+
+
+def on_an_assumed_desktop(advisor: Advisor, request: RecommendRequest) -> RecommendResponse | None:
+    """The answer with the cards alone, for a desktop of the user's with one free x16 slot, stated
+    as an assumption with the power supply the best card needs (None when that answers nothing)."""
+    c = request.constraints
+    assumed = advisor.answer(
+        request.model_copy(update={"constraints": c.model_copy(update={"existing_host": ExistingHost()})})
+    )
+    if not assumed.feasible:
+        return None
+    best = assumed.recommendations[0]
+    psu = required_psu_watts(advisor.kb.gpus[best.gpu].tdp_w or 0, best.gpu_count)
+    words = desktop_assumption(best.gpu_name, psu, c.budget_usd)
+    return assumed.model_copy(
+        update={
+            "summary": f"{assumed.summary} {words}",
+            "assumptions": {**assumed.assumptions, "existing_desktop": words},
+        }
+    )
 
 
 def may_assume_a_desktop(request: RecommendRequest) -> bool:
