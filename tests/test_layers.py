@@ -86,3 +86,30 @@ def test_one_module_imports_durable() -> None:
         if any(name.split(".")[0] in ("durable", "durable_rules_engine") for name in imports(path))
     }
     assert importers == {"engine.reasoning.chaining"}
+
+
+def test_the_answer_layer_uses_no_planner_internals() -> None:
+    """engine/answer/ turns plans into words: it imports no private name from planning (a leading
+    underscore), reads no private attribute of another object (a planner's memos) and sets none."""
+    found = []
+    for path in sorted((ROOT / "engine" / "answer").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("engine.planning"):
+                found += [f"{path.name}: imports {a.name}" for a in node.names if a.name.startswith("_")]
+            if isinstance(node, ast.Attribute) and _private(node.attr) and not _own(node.value):
+                found.append(f"{path.name}:{node.lineno}: .{node.attr}")
+            # nor sets a mode on another object (`planner.as_asked_only = False` once did)
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            written = [t for t in targets if isinstance(t, ast.Attribute) and not _own(t.value)]
+            found += [f"{path.name}:{node.lineno}: sets .{t.attr}" for t in written]
+    assert not found, found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _own(value: ast.expr) -> bool:
+    """`self.x` or `cls.x`: a class's own attribute, private to it by design."""
+    return isinstance(value, ast.Name) and value.id in ("self", "cls")
