@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
@@ -75,10 +75,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""what `add_subparsers` returns: the commands (or the `kb` commands) a function adds one to"""
+
+
 def _parser() -> argparse.ArgumentParser:
+    """The command line: the answering commands, then the KB-maintenance ones under `kb`, each added
+    by a function of its own."""
     parser = argparse.ArgumentParser(prog="gpu-advisor", description="What should we run this on?")
     commands = parser.add_subparsers(title="commands")
+    for add in (_serve_command, _recommend_command, _report_command, _compare_command):
+        add(commands)
+    kb = commands.add_parser("kb", help="knowledge-base tools").add_subparsers(title="kb commands")
+    for add in (
+        _lint_command,
+        _test_command,
+        _import_command,
+        _schema_command,
+        _docs_command,
+        _new_rule_command,
+        _stats_command,
+    ):
+        add(kb)
+    return parser
 
+
+def _serve_command(commands: Commands) -> None:
+    """gpu-advisor serve: the JSON API."""
     serve = commands.add_parser("serve", help="serve the JSON API")
     serve.add_argument("--host", default="127.0.0.1")
     # TCP ports are 16 bits; 0 is none (bind() takes it for "any free port", which no client could find)
@@ -103,6 +126,9 @@ def _parser() -> argparse.ArgumentParser:
     _rules_option(serve)
     serve.set_defaults(handler=_serve)
 
+
+def _recommend_command(commands: Commands) -> None:
+    """gpu-advisor recommend."""
     advise = commands.add_parser(
         "recommend",
         help="recommend hardware for a workload",
@@ -119,6 +145,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     advise.set_defaults(handler=_recommend)
 
+
+def _report_command(commands: Commands) -> None:
+    """gpu-advisor report: the procurement report as one HTML page."""
     report = commands.add_parser(
         "report",
         help="write the procurement report for a request: one HTML page with charts",
@@ -130,6 +159,9 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
     report.set_defaults(handler=_report)
 
+
+def _compare_command(commands: Commands) -> None:
+    """gpu-advisor compare: two to four hardware choices side by side."""
     compare = commands.add_parser(
         "compare",
         help="compare hardware choices for a workload, side by side",
@@ -151,8 +183,10 @@ def _parser() -> argparse.ArgumentParser:
     _request_flags(compare)
     compare.set_defaults(handler=_compare)
 
-    kb = commands.add_parser("kb", help="knowledge-base tools").add_subparsers(title="kb commands")
-    lint = kb.add_parser("lint", help="check every KB and rule file; exit 1 on any problem")
+
+def _lint_command(commands: Commands) -> None:
+    """gpu-advisor kb lint."""
+    lint = commands.add_parser("lint", help="check every KB and rule file; exit 1 on any problem")
     _kb_option(lint)
     _rules_option(lint)
     _data_option(lint)
@@ -164,21 +198,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     lint.set_defaults(handler=_lint)
 
-    test = kb.add_parser("test", help="run every rule's own test cases")
+
+def _test_command(commands: Commands) -> None:
+    """gpu-advisor kb test: the rules' own cases."""
+    test = commands.add_parser("test", help="run every rule's own test cases")
     _rules_option(test)
     test.set_defaults(handler=_test_rules)
 
-    imp = kb.add_parser("import-catalog", help="generate kb/offers/ from the cloud catalog snapshot")
+
+def _import_command(commands: Commands) -> None:
+    """gpu-advisor kb import-catalog."""
+    imp = commands.add_parser("import-catalog", help="generate kb/offers/ from the cloud catalog snapshot")
     _kb_option(imp)
     _data_option(imp)
     imp.set_defaults(handler=_import_catalog)
 
-    schema = kb.add_parser("schema", help="write the JSON Schema of every KB kind into docs/schema/")
+
+def _schema_command(commands: Commands) -> None:
+    """gpu-advisor kb schema."""
+    schema = commands.add_parser("schema", help="write the JSON Schema of every KB kind into docs/schema/")
     schema.add_argument("--out", type=Path, default=paths.PROJECT_ROOT / "docs" / "schema")
     schema.add_argument("--check", action="store_true", help="only check that the files are up to date")
     schema.set_defaults(handler=_schema)
 
-    docs = kb.add_parser(
+
+def _docs_command(commands: Commands) -> None:
+    """gpu-advisor kb docs."""
+    docs = commands.add_parser(
         "docs", help="write docs/rules.md from the rule files, and the attribute tables of docs/rule-facts.md"
     )
     _rules_option(docs)
@@ -186,16 +232,21 @@ def _parser() -> argparse.ArgumentParser:
     docs.add_argument("--check", action="store_true", help="only check that the file is up to date")
     docs.set_defaults(handler=_docs)
 
-    new_rule = kb.add_parser("new-rule", help="scaffold rules/<category>/<id>.yaml")
+
+def _new_rule_command(commands: Commands) -> None:
+    """gpu-advisor kb new-rule."""
+    new_rule = commands.add_parser("new-rule", help="scaffold rules/<category>/<id>.yaml")
     new_rule.add_argument("--category", required=True, help="folder under rules/, e.g. precision")
     new_rule.add_argument("--id", required=True, dest="rule_id", help="kebab-case rule id")
     _rules_option(new_rule)
     new_rule.set_defaults(handler=_new_rule)
 
-    stats = kb.add_parser("stats", help="count the entities of each kind")
+
+def _stats_command(commands: Commands) -> None:
+    """gpu-advisor kb stats."""
+    stats = commands.add_parser("stats", help="count the entities of each kind")
     _kb_option(stats)
     stats.set_defaults(handler=_stats)
-    return parser
 
 
 def _seconds(text: str) -> float:
