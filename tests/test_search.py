@@ -210,3 +210,20 @@ def test_skipping_options_a_smaller_one_beats_changes_no_answer(
     monkeypatch.setattr(search_module, "measure_floor", lambda planner, objective: lambda option: 0.0)
     full = recorded(advisor().recommend(request))
     assert pruned == full
+
+
+def test_price_groups_stay_whole_when_no_rule_tells_their_members_apart() -> None:
+    """A LoRA request drops notebooks for runs over a day (rule notebooks-end-a-long-run, which reads
+    `provider_kind`). A notebook's runtime has its own price group, so the rule judges every group's
+    members alike and the cheapest of each still stands for it; a group mixing a notebook with a cloud
+    would be told apart."""
+    base = advisor()
+    request = RecommendRequest.model_validate({"workload": {"task": "lora", "model": "llama-3-1-8b"}})
+    _, _, _, planner, ctx = base.reasoned(request)
+    grouped = base.searcher.grouped_options(ctx, None)
+    assert not planner.checks.tells_apart(grouped.groups, grouped.varying)
+    l4 = [o for o in base.searcher.options(ctx, None) if o.gpu.id == "nvidia-l4" and o.count == 1]
+    notebook = next(o for o in l4 if o.attrs.get("provider_kind") == "notebook")
+    cloud = next(o for o in l4 if o.acquisition == "rent" and o.attrs.get("provider_kind") != "notebook")
+    assert notebook.price_group != cloud.price_group
+    assert planner.checks.tells_apart([(cloud, notebook)], grouped.varying | {"provider_kind"})

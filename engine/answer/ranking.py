@@ -25,17 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import inf, sqrt
+from math import inf
 
-from engine.planning.measures import complexity_of, preference_factor
+from engine.planning.measures import complexity_of, preference_factor, slack_weight
 from engine.planning.planner import Candidate
 
 SECONDS_PER_HOUR = 3600.0
 SPEED_CREDIT = 3.0
 """balanced serving: speed counts up to three times the per-user floor (30 tokens/s at the default 10)"""
-LEAST_SLACK = 0.01
-"""balanced training: the slack factor's floor on 1 - T/D, so a run that takes its whole deadline
-weighs ten times its cost rather than infinitely"""
 
 
 @dataclass(frozen=True)
@@ -70,7 +67,7 @@ def slack_factor(candidate: Candidate) -> float:
     share = candidate.deadline_share
     if share is None or candidate.spec.layout.method == "inference":
         return 1.0
-    return 1.0 / sqrt(max(1.0 - share, LEAST_SLACK))
+    return slack_weight(share)
 
 
 def wall_clock(candidate: Candidate) -> float:

@@ -121,6 +121,9 @@ class Option:
                 self.pricing,
                 self.attrs["interconnect"],
                 self.attrs["tensor_parallel_suitable"],
+                # a notebook's runtime is not a cloud's instance (session caps, no GPU guaranteed):
+                # rules judge the two apart, so they never stand for each other
+                self.attrs.get("provider_kind") == "notebook",
             )
         if self.acquisition == "buy":
             return ("buy", self.gpu.id, self.count, self.nodes)

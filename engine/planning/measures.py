@@ -5,7 +5,7 @@ option is sized."""
 
 from __future__ import annotations
 
-from math import log2
+from math import log2, sqrt
 
 GPU_DOUBLING_FACTOR = 4 / 3
 """balanced: a doubling of the GPU count must cut the job's cost by a quarter (1 - 3/4) to rank higher"""
@@ -27,3 +27,14 @@ def complexity_of(gpus: int, nodes: int) -> float:
 def preference_factor(weight: float) -> float:
     """The factor a summed preference weight puts on a measure: 4^-w."""
     return float(PREFERENCE_BASE**-weight)
+
+
+LEAST_SLACK = 0.01
+"""balanced training: the slack weight's floor on 1 - T/D, so a run that takes its whole deadline
+weighs ten times its cost rather than infinitely"""
+
+
+def slack_weight(share: float) -> float:
+    """balanced training: 1 / sqrt(1 - T/D) for a run taking the share T/D of its deadline. Rising
+    with the share, so the weight of a run's least possible hours bounds the weight of its plans'."""
+    return 1.0 / sqrt(max(1.0 - share, LEAST_SLACK))

@@ -4,9 +4,8 @@ sizing, which wait for a plan, and, per spec, what is left of each once the spec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from engine.models.attributes import PLAN_ATTRIBUTES
 from engine.models.request import RecommendRequest
@@ -17,6 +16,8 @@ from engine.planning.workload import Job
 from engine.reasoning.policy import Filter, Policy, Preference, SourcedTest, residual
 
 PROVIDER_ATTRIBUTES = frozenset({"provider", "provider_hosts", "provider_kind", "provider_allowed"})
+GROUP_VARYING = PROVIDER_ATTRIBUTES | {"price_kind"}
+"""what may differ between the options of one price group: who rents it, new or used"""
 EARLY_ATTRIBUTES = frozenset({"gpu_count", "within_max_gpus", "matches_gpu_count", "within_budget"})
 """Plan attributes that can be known before sizing: the GPU count (unless a serving fleet may add
 copies of the option) and, for a bought or owned option, whether its capex is within the budget."""
@@ -209,16 +210,25 @@ class PlanChecks:
         )
         return tuple(filters), preferences
 
-    def reads_provider(self) -> bool:
-        """Whether a plan filter or a preference looks at which provider rents the option."""
-        return not self._read.isdisjoint(PROVIDER_ATTRIBUTES)
-
-    def reads(self, attribute: str) -> bool:
-        """Whether a plan filter or a preference looks at this candidate attribute."""
-        return attribute in self._read
-
-    @cached_property
-    def _read(self) -> frozenset[str]:
-        """The attributes plan filters and preferences look at (asked for several times per search)."""
-        wheres = [f.where for f in self.plan_filters] + [p.where for p in self.policy.preferences]
-        return frozenset(name for where in wheres for name in where)
+    def tells_apart(self, groups: Iterable[Sequence[Option]], varying: frozenset[str]) -> bool:
+        """Whether a plan filter or a preference judges two options of one price group differently
+        by an attribute that varies inside groups (who rents it, new or used): then each option is
+        planned on its own, else the cheapest of a group stands for it. A rule that reads such an
+        attribute but gives every member of each group the same verdict (notebooks dropped for long
+        runs, where no group mixes a notebook with a cloud) leaves the groups whole."""
+        tests = [
+            (name, holds)
+            for where_tests in [f.tests for f in self.plan_filters]
+            + [p.tests for p in self.policy.preferences]
+            for name, holds in where_tests
+            if name in varying
+        ]
+        if not tests:
+            return False
+        for group in groups:
+            verdicts = {
+                tuple(name in o.attrs and holds(o.attrs[name]) for name, holds in tests) for o in group
+            }
+            if len(verdicts) > 1:
+                return True
+        return False

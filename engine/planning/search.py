@@ -24,10 +24,10 @@ from engine.planning.candidates import (
     rented_key,
     rented_options,
 )
-from engine.planning.measures import complexity_of, preference_factor
+from engine.planning.measures import complexity_of, preference_factor, slack_weight
 from engine.planning.memory import Layout
 from engine.planning.performance import method_utilization, training_flops, training_peak_flops
-from engine.planning.plan_checks import Rejection
+from engine.planning.plan_checks import GROUP_VARYING, Rejection
 from engine.planning.planner import Candidate, Planner
 from engine.reasoning.policy import Filter
 
@@ -107,11 +107,12 @@ class Searcher:
         sized once: the cheapest that passes the filters stands for the rest, unless a rule looks at
         what differs. Options of several nodes are sized only for GPUs that one node cannot run the
         job on."""
-        if planner.checks.reads_provider() or planner.checks.reads("price_kind"):
+        grouped = self.grouped_options(ctx, gpu_count)
+        if planner.checks.tells_apart(grouped.groups, grouped.varying):
             return self.search_options(planner, self.options(ctx, gpu_count))
         found: list[Candidate] = []
         rejected: list[Rejection] = []
-        for option in self.grouped_options(ctx, gpu_count).alone:
+        for option in grouped.alone:
             screened = planner.checks.screen(option)
             if screened is not None:
                 rejected.append(screened)
@@ -291,25 +292,20 @@ class Searcher:
 
 def cheapest_per_group(planner: Planner, options: Iterable[Option]) -> tuple[list[Option], list[Option]]:
     """The options that stand alone, and the cheapest of each price group (`Option.price_group`).
-    A group is only formed when no rule looks at what differs within it (the provider renting it;
-    whether a bought GPU is new or used): then only its cheapest can rank, as every measure of the
-    ranking is at least as good for it."""
-    provider_matters, price_kind_matters = planner.checks.reads_provider(), planner.checks.reads("price_kind")
+    Groups are formed only when no rule judges two members of one apart by what differs within it
+    (the provider renting it; whether a bought GPU is new or used): then only its cheapest can rank,
+    as every measure of the ranking is at least as good for it."""
     alone: list[Option] = []
-    cheapest: dict[tuple[object, ...], Option] = {}
+    groups: dict[tuple[object, ...], list[Option]] = {}
     for option in options:
         group = option.price_group
-        if (
-            group is None
-            or (option.acquisition == "rent" and provider_matters)
-            or (option.acquisition == "buy" and price_kind_matters)
-        ):
+        if group is None:
             alone.append(option)
-            continue
-        held = cheapest.get(group)
-        if held is None or option.price_order < held.price_order:
-            cheapest[group] = option
-    return alone, list(cheapest.values())
+        else:
+            groups.setdefault(group, []).append(option)
+    if planner.checks.tells_apart(groups.values(), GROUP_VARYING):
+        return alone + [option for group in groups.values() for option in group], []
+    return alone, [min(group, key=lambda o: o.price_order) for group in groups.values()]
 
 
 def _cheapest_passing(
@@ -406,16 +402,21 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     asked = (requested,) if planner.neutral_precision is None else (requested, planner.neutral_precision)
     formats = asked if planner.as_asked_only and job.task != "qlora" else ("fp8", "bf16")
 
+    deadline = job.deadline_hours if balanced else None
+
     def floor(option: Option) -> float:
         factor = complexity_of(option.count, option.nodes) if balanced else 1.0
         least = _cost_floor(option, busy)
-        if run_flops is not None and option.acquisition == "rent":
+        if run_flops is not None:
             # a run's compute at the highest peak its plans may use, on every GPU of the option (a
             # plan adds communication to it, and uses at most that many GPUs)
             peak = max((p for p in (training_peak_flops(option.gpu, f) for f in formats) if p), default=0)
             if peak > 0:
                 hours = run_flops / (option.count * peak * achieved) / 3600.0
-                least = option.hourly_rent_usd * min(hours, job.horizon_hours)
+                if option.acquisition == "rent":
+                    least = option.hourly_rent_usd * min(hours, job.horizon_hours)
+                if deadline:  # balanced weighs the slack left before the deadline, rising with the hours
+                    factor *= slack_weight(hours / deadline)
         attrs = option.attrs
         weight = sum(w for w, tests in favouring if all(n in attrs and holds(attrs[n]) for n, holds in tests))
         return least * factor * preference_factor(weight)
