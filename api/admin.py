@@ -13,10 +13,9 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.lifecycle import ServedKB
-from engine.knowledge.problems import KBInvalid
+from engine.maintenance import CheckFailed, KBInvalid
 from engine.models.service import Reloaded, ReloadRefused, ReloadUnfinished
 from engine.models.views import ErrorDetail
-from engine.reasoning.checked import CheckFailed
 
 bearer = HTTPBearer(auto_error=False, description="the admin token the service was started with")
 log = logging.getLogger("gpu_advisor.api")

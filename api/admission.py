@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from math import ceil
 from typing import TypeVar
 
-from engine.planning import deadline
+from engine.recommend import deadline
 
 T = TypeVar("T")
 

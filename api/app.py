@@ -16,9 +16,8 @@ from api.lifecycle import ServedKB
 from api.limits import BodySizeLimit
 from api.openapi import kb_aware_openapi
 from api.routes import router
-from engine.answer.svg_render import RENDERER
-from engine.knowledge import paths
-from engine.recommend import Advisor
+from engine.maintenance import paths
+from engine.recommend import RENDERER, Advisor
 
 ADMIN_TOKEN_ENV = "GPU_ADVISOR_ADMIN_TOKEN"
 WARM_CHARTS_ENV = "GPU_ADVISOR_WARM_CHARTS"

@@ -29,8 +29,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.admission import Admission, Overloaded
-from engine.planning.deadline import DeadlineExceeded
-from engine.planning.workload import InvalidRequest, UnknownReference
+from engine.recommend import DeadlineExceeded, InvalidRequest, UnknownReference
 
 log = logging.getLogger("gpu_advisor.api")
 

@@ -22,8 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.knowledge import cache
-from engine.knowledge.cache import CheckedKB
+from engine.maintenance import CheckedKB, cache
 
 STATE_ENV = "GPU_ADVISOR_STATE"
 WORKERS_ENV = "GPU_ADVISOR_WORKERS"

@@ -16,7 +16,7 @@ from typing import Any
 
 from api import heap
 from api.generations import Convergence, Generations, Watcher, private_folder
-from engine.reasoning.checked import disk_key, read_checked, read_checked_apart
+from engine.maintenance import disk_key, read_checked, read_checked_apart
 from engine.recommend import Advisor
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from engine.knowledge.kb import KB
+from engine.maintenance import KB
 
 RECOMMEND_EXAMPLES: dict[str, dict[str, Any]] = {
     "chat-7b": {

@@ -19,8 +19,6 @@ from fastapi.responses import JSONResponse
 from api.admission import Admission
 from api.media import BODY_ERRORS, JsonBodyRoute
 from api.openapi import COMPARE_EXAMPLES, RECOMMEND_EXAMPLES
-from engine.answer.chat.markdown import markdown
-from engine.answer.chat.slack import slack_message
 from engine.models.chat import AnswerFormat, SlackMessage
 from engine.models.compare import CompareRequest, CompareResponse
 from engine.models.kb import Gpu, Host, Model, Offer, Provider
@@ -28,8 +26,7 @@ from engine.models.request import RecommendRequest
 from engine.models.response import RecommendResponse
 from engine.models.service import RuleDetail, RuleSummary
 from engine.models.views import ErrorDetail, GpuSummary, Health, Version
-from engine.reasoning.ruledocs import rule_detail, rule_summary
-from engine.recommend import Advisor
+from engine.recommend import Advisor, markdown, rule_detail, rule_summary, slack_message
 
 # Operation ids are the route functions' names: stable, and what the OpenAPI links refer to.
 router = APIRouter(route_class=JsonBodyRoute, generate_unique_id_function=lambda route: route.name)

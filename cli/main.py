@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -23,29 +22,27 @@ from cli.request_input import (
     to_compare,
     to_request,
 )
-from engine.knowledge import paths
-from engine.knowledge.catalog import (
+from engine.maintenance import (
     CHANGE_THRESHOLD,
     CatalogError,
-    build_offers,
-    catalog_diff,
-    diff_markdown,
-    report_markdown,
-    write_offers,
+    EngineConfigError,
+    KBInvalid,
+    Problem,
+    calibration_documents,
+    import_catalog,
+    kb_counts,
+    lint,
+    new_rule,
+    paths,
+    rule_cases,
+    rules_document,
+    schema_documents,
+    shown,
+    with_attribute_tables,
 )
-from engine.knowledge.kb import read_kb
-from engine.knowledge.lint import lint_kb
-from engine.knowledge.problems import KBInvalid, Problem
-from engine.knowledge.text import shown
 from engine.models.compare import CompareResponse
-from engine.models.kb import KIND_MODELS
 from engine.models.response import RecommendResponse
-from engine.models.rule import Rule
-from engine.planning.workload import InvalidRequest
-from engine.reasoning.engines import EngineConfigError, make_engine
-from engine.reasoning.ruledocs import new_rule_path, rules_markdown, scaffold, with_attribute_tables
-from engine.reasoning.rules import read_rules, run_rule_cases
-from engine.recommend import Advisor, load_advisor
+from engine.recommend import Advisor, InvalidRequest, load_advisor
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 EXIT_UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: the address to serve on cannot be listened on
@@ -320,8 +317,12 @@ def _print_problems(problems: list[Problem]) -> None:
 
 
 def _lint(args: argparse.Namespace) -> int:
-    problems = lint_kb(args.kb or paths.kb_dir(), args.data or paths.data_dir(), args.today or date.today())
-    problems += read_rules(args.rules or paths.rules_dir()).problems
+    problems = lint(
+        args.kb or paths.kb_dir(),
+        args.rules or paths.rules_dir(),
+        args.data or paths.data_dir(),
+        args.today or date.today(),
+    )
     if problems:
         _print_problems(problems)
         return EXIT_PROBLEMS
@@ -330,11 +331,10 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _test_rules(args: argparse.Namespace) -> int:
-    ruleset = read_rules(args.rules or paths.rules_dir())
-    if ruleset.problems:
-        _print_problems(list(ruleset.problems))
+    problems, results = rule_cases(args.rules or paths.rules_dir())
+    if problems:
+        _print_problems(problems)
         return EXIT_PROBLEMS
-    results = run_rule_cases(ruleset.rules, make_engine(ruleset.rules))
     failed = [r for r in results if not r.passed]
     for result in failed:
         print(f"FAIL {result.rule}::{result.case}: {result.detail}")
@@ -343,26 +343,15 @@ def _test_rules(args: argparse.Namespace) -> int:
 
 
 def _import_catalog(args: argparse.Namespace) -> int:
-    root, data = args.kb or paths.kb_dir(), args.data or paths.data_dir()
-    loaded = read_kb(root)
-    if loaded.kb is None:
-        _print_problems(loaded.problems)
-        return EXIT_PROBLEMS
     try:
-        result = build_offers(data, loaded.kb.gpus, loaded.kb.providers)
+        imported = import_catalog(args.kb or paths.kb_dir(), args.data or paths.data_dir())
     except CatalogError as exc:
         print(f"gpu-advisor: {shown(str(exc))}", file=sys.stderr)
         return EXIT_PROBLEMS
-    before = loaded.kb.offers
-    diff = catalog_diff(before, result.offers)
-    written, removed = write_offers(result, root / "offers")
-    docs = root.parent / "docs"
-    if docs.is_dir():
-        (docs / "catalog-import.md").write_text(report_markdown(result), encoding="utf-8")
-        if diff.added or diff.removed or diff.changed:
-            (docs / "catalog-changes.md").write_text(
-                diff_markdown(diff, before, result.offers), encoding="utf-8"
-            )
+    if isinstance(imported, list):
+        _print_problems(imported)
+        return EXIT_PROBLEMS
+    result, diff, written, removed = imported.result, imported.diff, imported.written, imported.removed
     print(
         f"{len(result.files)} offers ({written} written, {removed} removed); "
         f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} prices changed by more "
@@ -376,15 +365,6 @@ def _import_catalog(args: argparse.Namespace) -> int:
             )
         )
     return EXIT_OK
-
-
-def schema_documents() -> dict[str, str]:
-    """File name → JSON Schema text for every KB kind and for rules (what `kb schema` writes)."""
-    models: dict[str, type[BaseModel]] = {**KIND_MODELS, "rules": Rule}
-    return {
-        f"{kind}.schema.json": json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n"
-        for kind, model in models.items()
-    }
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -403,33 +383,6 @@ def _schema(args: argparse.Namespace) -> int:
         return EXIT_PROBLEMS
     print(f"{len(stale)} schema file(s) {'would change' if args.check else 'written'}")
     return EXIT_OK
-
-
-def rules_document(root: Path) -> tuple[str | None, list[Problem]]:
-    """docs/rules.md's text for the rules under `root` (None, problems when they do not load)."""
-    ruleset = read_rules(root)
-    if ruleset.problems:
-        return None, list(ruleset.problems)
-    categories = {path.stem: path.parent.name for path in root.glob("*/*.yaml")}
-    return rules_markdown(ruleset.rules, categories), []
-
-
-def calibration_documents(docs: Path) -> dict[Path, str]:
-    """docs/calibration.md and its chart, from every file in data/calibration."""
-    # imported here: the chart library costs the other commands a fifth of a second
-    from engine.answer.calibration_doc import CHART_NAME, calibration_markdown, calibration_svg
-    from engine.knowledge.kb import load_kb
-    from engine.planning import calibration
-    from engine.planning.calibration import comparisons
-
-    kb = load_kb(paths.kb_dir())
-    measured = calibration.files(paths.data_dir() / "calibration")
-    found = [c for path in measured for c in comparisons(kb, path)]
-    unread = [(path.name, f.run, f.error) for path in measured for f in calibration.load(path).failures]
-    return {
-        docs / "calibration.md": calibration_markdown(found, unread),
-        docs / "images" / CHART_NAME: calibration_svg(found),
-    }
 
 
 def _docs(args: argparse.Namespace) -> int:
@@ -465,27 +418,24 @@ def _read(path: Path) -> str | None:
 
 
 def _new_rule(args: argparse.Namespace) -> int:
-    root = args.rules or paths.rules_dir()
     try:
-        path = new_rule_path(root, args.category, args.rule_id)
+        path = new_rule(args.rules or paths.rules_dir(), args.category, args.rule_id, date.today())
     except ValueError as exc:
         print(f"gpu-advisor: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(scaffold(args.category, args.rule_id, date.today()), encoding="utf-8")
     print(f"wrote {args.category}/{path.name}: edit it, then `gpu-advisor kb lint` and `gpu-advisor kb test`")
     return EXIT_OK
 
 
 def _stats(args: argparse.Namespace) -> int:
-    loaded = read_kb(args.kb or paths.kb_dir())
-    if loaded.kb is None:
-        _print_problems(loaded.problems)
+    counts, version, problems = kb_counts(args.kb or paths.kb_dir())
+    if version is None:
+        _print_problems(problems)
         return EXIT_PROBLEMS
-    for kind in KIND_MODELS:
-        print(f"{kind:14} {len(loaded.kb.of_kind(kind)):5}")
-    print(f"{'version':14} {loaded.kb.version}")
-    return EXIT_OK if not loaded.problems else EXIT_PROBLEMS
+    for kind, count in counts.items():
+        print(f"{kind:14} {count:5}")
+    print(f"{'version':14} {version}")
+    return EXIT_OK if not problems else EXIT_PROBLEMS
 
 
 def _recommend(args: argparse.Namespace) -> int:

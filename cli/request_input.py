@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.knowledge.documents import ReadError, parse_yaml_mapping
+from engine.maintenance import ReadError, parse_yaml_mapping
 from engine.models.compare import CompareRequest
 from engine.models.request import RecommendRequest
 

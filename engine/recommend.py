@@ -3,7 +3,11 @@
 request -> facts -> forward chaining over the rules -> policy (filters, preferences, suggestions)
 -> hardware options from the graph -> a sized plan per option -> ranking -> response with the trace.
 Each step is a layer's (docs/architecture.md); the `Advisor` holds what they share and calls them in
-that order.
+that order: all planning first (engine/planning/findings.py), then the answer layer's words.
+
+This module is the faces' (api/, cli/) way in for answering: the Advisor, the errors a request can
+raise, the request's time budget, and the answer's chat formats and chart renderer; the KB's keeping
+is engine/maintenance.py's (tests/test_layers.py holds the faces to these two).
 """
 
 from __future__ import annotations
@@ -16,14 +20,14 @@ from datetime import date
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from engine.answer.compare import compared, judge, ranked_choices
+from engine.answer.chat.markdown import markdown
+from engine.answer.chat.slack import slack_message
+from engine.answer.compare import compared
 from engine.answer.compare import summary as compare_summary
 from engine.answer.explain import trace
 from engine.answer.parts import (
     assumptions,
     citation_texts,
-    planned_checkpointing,
-    planned_precision,
     price_age_warning,
     price_dates,
     recommendation,
@@ -31,11 +35,11 @@ from engine.answer.parts import (
     step_citations,
     warnings,
 )
-from engine.answer.ranking import Ranked, measure, rank
 from engine.answer.relaxation import relaxation_of
 from engine.answer.report import report_html
 from engine.answer.summary import desktop_assumption, summary
-from engine.answer.target import fit_on, on_target
+from engine.answer.svg_render import RENDERER
+from engine.answer.target import fit_on
 from engine.knowledge.cache import CheckedKB
 from engine.knowledge.graph import KBGraph
 from engine.knowledge.kb import KB
@@ -43,16 +47,37 @@ from engine.models.compare import CompareRequest, CompareResponse
 from engine.models.request import MAX_TOP_K, ExistingHost, RecommendRequest
 from engine.models.response import RecommendResponse
 from engine.models.rule import Rule, Scalar, facts_in
-from engine.planning.candidates import Context, context_for, latest_prices, required_psu_watts
+from engine.planning import deadline
+from engine.planning.candidates import Context, context_for, latest_prices
+from engine.planning.deadline import DeadlineExceeded
+from engine.planning.findings import Found, Needs, find, find_choices
 from engine.planning.planner import Planner
-from engine.planning.requirements import hardware_facts, requirements, sizing_facts
-from engine.planning.search import Searcher, as_asked
-from engine.planning.way_out import find_way_out
+from engine.planning.ranking import Ranked, measure
+from engine.planning.requirements import hardware_facts, sizing_facts
+from engine.planning.search import Searcher
 from engine.planning.workload import InvalidRequest, Job, UnknownReference, resolve
 from engine.reasoning.engines import RuleEngine, make_engine
 from engine.reasoning.facts import request_facts
 from engine.reasoning.policy import Policy, policy_from
 from engine.reasoning.refengine import Outcome
+from engine.reasoning.ruledocs import rule_detail, rule_summary
+
+__all__ = [
+    "RENDERER",
+    "Advisor",
+    "DeadlineExceeded",
+    "InvalidRequest",
+    "UnknownReference",
+    "deadline",
+    "default_advisor",
+    "load_advisor",
+    "markdown",
+    "recommend",
+    "rule_detail",
+    "rule_summary",
+    "slack_message",
+]
+from engine.sizing.power import required_psu_watts
 
 
 class Reasoned(NamedTuple):
@@ -63,6 +88,13 @@ class Reasoned(NamedTuple):
     policy: Policy
     planner: Planner
     ctx: Context
+
+
+class Planned(NamedTuple):
+    """A request reasoned and planned: all the answer describes."""
+
+    reasoned: Reasoned
+    found: Found
 
 
 class Advisor:
@@ -170,41 +202,43 @@ class Advisor:
         a machine to hold the cards, and the request says nothing of a machine of the user's, the
         answer is the cards alone for a desktop the user is assumed to have, with that assumption and
         the power supply it needs stated (rather than infeasible)."""
-        answer = self.answer(request)
-        if answer.feasible or not may_assume_a_desktop(request):
-            return answer
-        return on_an_assumed_desktop(self, request) or answer
+        planned = self.planned(request)
+        if not planned.found.top and may_assume_a_desktop(request):
+            on_desktop = with_an_assumed_desktop(request)
+            assumed = self.planned(on_desktop)
+            if assumed.found.top:
+                return on_an_assumed_desktop(self.kb, request, self.described(on_desktop, assumed))
+        return self.described(request, planned)
 
     def answer(self, request: RecommendRequest) -> RecommendResponse:
         """The answer to `request` as it is stated."""
-        job, outcome, policy, every_plan, ctx = self.reasoned(request)
-        # First the plans that keep the requested method and precision; the substitutes are sized
-        # only when none of those passes (they would be dropped by `as_asked` anyway). The answer
-        # then reads the planner whose plans it shows.
-        planner = every_plan.asked_only(True)
-        search = self.searcher.search(planner, ctx, request.constraints.gpu_count)
-        if not search.candidates:
-            planner = every_plan
-            search = self.searcher.search(planner, ctx, request.constraints.gpu_count)
-        candidates = as_asked(search.candidates)
-        ranked = rank(candidates, request.objective, planner.per_user_tps)
-        top = ranked[: request.top_k]
-        target = on_target(self.searcher, planner, ctx, request, ranked)
-        named = request.constraints.target_hardware
-        precision = planned_precision(top, planner)
-        way_out = None if top else find_way_out(planner, search, request.objective, measure)
-        relaxation = None if way_out is None else relaxation_of(way_out, self.rules, request.objective)
+        return self.described(request, self.planned(request))
+
+    def planned(self, request: RecommendRequest) -> Planned:
+        """`request` through the rules and planned: everything the answer states, before any words."""
+        reasoned = self.reasoned(request)
+        return Planned(reasoned, find(self.searcher, reasoned.planner, reasoned.ctx, request))
+
+    def described(self, request: RecommendRequest, planned: Planned) -> RecommendResponse:
+        """The planned answer to `request` in words: the answer layer's part, which plans nothing."""
+        (job, outcome, policy, _, _), found = planned
+        top, target, search = found.top, found.target, found.search
+        precision = found.needs.precision
+        relaxation = (
+            None if found.way_out is None else relaxation_of(found.way_out, self.rules, request.objective)
+        )
         cited = step_citations(outcome, self.rule_citations)
-        target_fit = None if named is None else fit_on(self.kb, planner, named, target, search.rejections)
+        target_fit = None if target is None else fit_on(job, target)
         # a rule that judged the target from one GPU's share before sizing is overruled by a plan
         # that fits it as asked (sharded, checkpointed): its warning would contradict the answer
         overruled = self.target_fit_rules if target_fit is not None and target_fit.fits else frozenset()
         oldest = min((d for _, d in price_dates(top)), default=None)
+        best_on_target = None if target is None else target.best
         return RecommendResponse(
             **self._envelope(
-                Reasoned(job, outcome, policy, planner, ctx),
+                planned.reasoned,
                 top,
-                precision,
+                found.needs,
                 cited,
                 request.constraints.max_price_age_days,
                 overruled=overruled,
@@ -216,8 +250,8 @@ class Advisor:
                 top,
                 relaxation,
                 search.rejections,
-                target,
-                precision if target is None else planner.precision_on(target.option.gpu),
+                best_on_target,
+                precision if target is None or best_on_target is None else target.precision,
                 policy.role("budget"),
             ),
             recommendations=[
@@ -237,7 +271,7 @@ class Advisor:
 
     def compare(self, body: CompareRequest) -> CompareResponse:
         """Each hardware choice of `body` planned for its request, side by side: the rules run once,
-        then each choice is planned as target hardware is (engine/answer/compare.py)."""
+        then each choice is planned as target hardware is (engine/planning/on_hardware.py)."""
         for index, choice in enumerate(body.choices):
             if choice.gpu not in self.kb.gpus:
                 raise UnknownReference(
@@ -245,21 +279,19 @@ class Advisor:
                     f"unknown GPU id {choice.gpu!r}: GET /gpus lists the known ids",
                 )
         try:
-            job, outcome, policy, planner, ctx = self.reasoned(body.request)
+            reasoned = self.reasoned(body.request)
         except InvalidRequest as exc:  # its field is under `request` in this body
             raise type(exc)(("request", *exc.loc), str(exc)) from None
-        judged = [judge(self.kb, self.searcher, planner, ctx, choice) for choice in body.choices]
-        ranked = ranked_choices(judged, planner)
-        top = list(ranked.values())
-        precision = planner.base_precision
+        found = find_choices(self.searcher, reasoned.planner, reasoned.ctx, body.choices)
+        job, outcome, policy = reasoned.job, reasoned.outcome, reasoned.policy
         cited = step_citations(outcome, self.rule_citations)
-        answers = compared(self.kb, judged, ranked, policy, outcome, job, cited, planner.precision_on)
-        best = next(iter(ranked), None)
+        answers = compared(self.kb, found.judged, found.ranked, policy, outcome, job, cited)
+        best = next(iter(found.ranked), None)
         return CompareResponse(
             **self._envelope(
-                Reasoned(job, outcome, policy, planner, ctx),
-                top,
-                precision,
+                reasoned,
+                list(found.ranked.values()),
+                found.needs,
                 cited,
                 body.request.constraints.max_price_age_days,
             ),
@@ -272,7 +304,7 @@ class Advisor:
         self,
         reasoned: Reasoned,
         top: Sequence[Ranked],
-        precision: str,
+        needs: Needs,
         cited: Mapping[int, tuple[str, ...]],
         max_price_age_days: int,
         *,
@@ -288,10 +320,10 @@ class Advisor:
             "request_id": uuid.uuid4().hex,
             "kb_version": self.version,
             "prices_as_of": self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
-            "requirements": requirements(job, policy.facts, precision, planned_checkpointing(top, job)),
+            "requirements": needs.requirements,
             "trace": trace(outcome, self.rules_by_id, cited),
             "warnings": warnings(job, policy, overruled=overruled) + ([stale] if stale else []),
-            "assumptions": assumptions(job, policy),
+            "assumptions": assumptions(job, policy, needs.workload_assumptions),
         }
 
     def facts(self, request: RecommendRequest, job: Job) -> dict[str, Scalar]:
@@ -316,18 +348,18 @@ class Advisor:
 TARGET_FITS = "hardware.target_fits"
 
 
-def on_an_assumed_desktop(advisor: Advisor, request: RecommendRequest) -> RecommendResponse | None:
-    """The answer with the cards alone, for a desktop of the user's with one free x16 slot, stated
-    as an assumption with the power supply the best card needs (None when that answers nothing)."""
+def with_an_assumed_desktop(request: RecommendRequest) -> RecommendRequest:
+    """`request` for the cards alone, for a desktop of the user's with one free x16 slot."""
     c = request.constraints
-    assumed = advisor.answer(
-        request.model_copy(update={"constraints": c.model_copy(update={"existing_host": ExistingHost()})})
-    )
-    if not assumed.feasible:
-        return None
+    return request.model_copy(update={"constraints": c.model_copy(update={"existing_host": ExistingHost()})})
+
+
+def on_an_assumed_desktop(kb: KB, request: RecommendRequest, assumed: RecommendResponse) -> RecommendResponse:
+    """The `assumed` answer (the cards alone, for a desktop of the user's) with that assumption stated,
+    and the power supply the best card needs."""
     best = assumed.recommendations[0]
-    psu = required_psu_watts(advisor.kb.gpus[best.gpu].tdp_w or 0, best.gpu_count)
-    words = desktop_assumption(best.gpu_name, psu, c.budget_usd)
+    psu = required_psu_watts(kb.gpus[best.gpu].tdp_w or 0, best.gpu_count)
+    words = desktop_assumption(best.gpu_name, psu, request.constraints.budget_usd)
     return assumed.model_copy(
         update={
             "summary": f"{assumed.summary} {words}",

@@ -156,7 +156,7 @@ def test_host_words_state_the_hosts_share_of_the_capex_or_the_power_supply_to_ad
     assert "~$50,000 each without GPUs, 20% of the capex." in host_words(candidate(two, layout))
     cards = replace(bought, count=2, host=None, host_unit_usd=0.0, own_host=True)
     # 2 x 700 W (kb: H100 SXM tdp_w) more for the user's power supply; (1,400 + 250) / 0.85 = 1,941 W,
-    # a 1,950 W supply (candidates.required_psu_watts)
+    # a 1,950 W supply (sizing/power.required_psu_watts)
     assert host_words(candidate(cards, layout)) == (
         "Platform: the cards go into a machine you own (free PCIe x16 slots), "
         "whose power supply must carry 1,400 W more (a 1,950 W supply in all)."

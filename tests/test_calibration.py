@@ -138,7 +138,7 @@ def test_an_unknown_gpu_is_an_error_naming_it(kb: KB, tmp_path: Path) -> None:
 
 
 def test_docs_calibration_is_current() -> None:
-    from cli.main import calibration_documents
+    from engine.maintenance import calibration_documents
 
     docs = paths.PROJECT_ROOT / "docs"
     for path, wanted in calibration_documents(docs).items():

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import EXIT_UNAVAILABLE, main, schema_documents
+from cli.main import EXIT_UNAVAILABLE, main
 from engine.knowledge.paths import PROJECT_ROOT as PROJECT
+from engine.maintenance import schema_documents
 
 
 def test_json_schemas_in_docs_are_current(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
+import inspect
 import re
 from pathlib import Path
 
@@ -16,6 +19,7 @@ LAYERS = {
     "engine.planning": 4,
     "engine.answer": 5,
     "engine.recommend": 6,
+    "engine.maintenance": 6,
     "api": 7,
     "cli": 7,
 }
@@ -113,3 +117,61 @@ def _private(name: str) -> bool:
 def _own(value: ast.expr) -> bool:
     """`self.x` or `cls.x`: a class's own attribute, private to it by design."""
     return isinstance(value, ast.Name) and value.id in ("self", "cls")
+
+
+RESULT_READERS = {
+    "engine.planning.deadline": "the request's time budget: a slow chart stops with the request"
+}
+"""planning modules the answer layer may import whole, with the reason"""
+
+
+def test_the_answer_layer_plans_nothing() -> None:
+    """engine/answer/ imports from planning only what planning found and its units: result types
+    (dataclasses, named tuples, exceptions) and constants, never a function or a class that plans
+    (Planner, Searcher); bench/call_path.py shows the same at run time (0 calls back into planning)."""
+    found = []
+    for path in sorted((ROOT / "engine" / "answer").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("engine.planning"):
+                continue
+            module = importlib.import_module(node.module or "")
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                if name in RESULT_READERS or alias.name.isupper():
+                    continue
+                if not _a_result_type(getattr(module, alias.name)):
+                    found.append(f"{path.name}: {name}")
+    assert not found, found
+
+
+def _a_result_type(value: object) -> bool:
+    return inspect.isclass(value) and (
+        dataclasses.is_dataclass(value) or issubclass(value, tuple | BaseException)
+    )
+
+
+FACADES = ("engine.recommend", "engine.maintenance", "engine.models")
+"""what the faces may import from the engine: the Advisor's module (answering), the KB's keeping, and
+the contract's data types"""
+
+
+def test_the_faces_call_only_the_advisor_and_the_kb_keeping() -> None:
+    """api/ and cli/ reach the engine through engine/recommend.py and engine/maintenance.py (and the
+    models every layer shares), never a layer below: the faces stay thin, and a change inside the
+    engine does not reach them."""
+    found = []
+    for folder in ("api", "cli"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.level == 0:
+                    modules = [node.module or ""]
+                elif isinstance(node, ast.Import):
+                    modules = [alias.name for alias in node.names]
+                else:
+                    continue
+                found += [
+                    f"{folder}/{path.name}:{node.lineno}: {module}"
+                    for module in modules
+                    if module.split(".")[0] == "engine" and not module.startswith(FACADES)
+                ]
+    assert not found, found

@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from engine.answer.ranking import rank
 from engine.models.request import RecommendRequest
+from engine.planning.ranking import rank
 from engine.planning.workload import UnknownReference
 from engine.reasoning.chaining import DurableEngine
 from engine.recommend import Advisor

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cli.main import main, rules_document
+from cli.main import main
 from engine.knowledge import paths
+from engine.maintenance import rules_document
 from engine.models.rule import Rule
 from engine.reasoning.ruledocs import condition_text, new_rule_path, scaffold
 from engine.reasoning.rules import read_rules

@@ -10,12 +10,12 @@ from types import MappingProxyType
 import pytest
 
 import engine.planning.search as search_module
-from engine.answer.ranking import measure
 from engine.knowledge.kb import KB
 from engine.models.request import RecommendRequest
 from engine.planning.candidates import context_for
 from engine.planning.plan_checks import Rejection
 from engine.planning.planner import Candidate
+from engine.planning.ranking import measure
 from engine.planning.search import identity_key
 from engine.planning.workload import resolve
 from engine.reasoning.policy import policy_from

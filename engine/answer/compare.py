@@ -1,73 +1,24 @@
-"""Hardware choices side by side ("why not X?"): each choice planned as the hardware a user names is
-(`target.plan_on`, `target.fit_on`), given the figures of a recommendation, ordered by the objective,
-and judged in a few words: "fits, 46 tok/s, $0.61/h" or "does not fit: needs 31.0 GB of 24"."""
+"""Hardware choices side by side ("why not X?"), in words: each choice, planned as the hardware a user
+names is and ordered by the objective (engine/planning/on_hardware.py), given the figures of a
+recommendation and judged in a few words: "fits, 46 tok/s, $0.61/h" or "does not fit: needs 31.0 GB of
+24"."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
 from engine.answer.explain import money, workload_words
 from engine.answer.parts import recommendation
-from engine.answer.ranking import Ranked, measure
-from engine.answer.target import OnHardware, fit_on, plan_on
+from engine.answer.target import fit_on
 from engine.knowledge.kb import KB
-from engine.models.compare import Choice, ComparedChoice
-from engine.models.kb import Gpu
+from engine.models.compare import ComparedChoice
 from engine.models.response import TargetFit
-from engine.planning.candidates import Context
-from engine.planning.planner import Candidate, Planner
-from engine.planning.search import Searcher
+from engine.planning.on_hardware import Judged
+from engine.planning.planner import Candidate
+from engine.planning.ranking import Ranked
 from engine.planning.workload import Job
 from engine.reasoning.policy import Policy
 from engine.reasoning.refengine import Outcome
-
-
-@dataclass(frozen=True)
-class Judged:
-    """One choice planned: its plans and whether the job fits it."""
-
-    choice: Choice
-    on: OnHardware
-    fit: TargetFit
-
-
-def judge(kb: KB, searcher: Searcher, planner: Planner, ctx: Context, choice: Choice) -> Judged:
-    """Plan `choice` in the request's context, with its GPU count among the counts offered and, when
-    it is owned, the GPUs among those the user owns."""
-    on = plan_on(searcher, planner, choice_context(ctx, choice), choice.gpu, choice.count, choice.acquisition)
-    return Judged(choice, on, fit_on(kb, planner, choice, on.best, on.rejections))
-
-
-def choice_context(ctx: Context, choice: Choice) -> Context:
-    owned = dict(ctx.owned)
-    if choice.acquisition == "owned":
-        owned[choice.gpu] = max(owned.get(choice.gpu, 0), choice.count)
-    return dataclasses.replace(
-        ctx,
-        owned=tuple(sorted(owned.items())),
-        extra_counts=ctx.extra_counts | {(choice.gpu, choice.count)},
-    )
-
-
-def ranked_choices(judged: Sequence[Judged], planner: Planner) -> dict[int, Ranked]:
-    """The choices that have a plan, by index, best first: those that run the job as asked before those
-    that change its method or precision (as in a recommendation), then by the request's objective, then
-    in the order asked. Each score is the first's measure over its own."""
-    objective, floor = planner.request.objective, planner.per_user_tps
-    measured = sorted(
-        (_changed(j.on.best, planner.job.task), measure(j.on.best, objective, floor), i, j.on.best)
-        for i, j in enumerate(judged)
-        if j.on.best
-    )
-    if not measured:
-        return {}
-    first = measured[0][1]
-    return {
-        i: Ranked(round(first / value, 6) if value > 0 else 1.0, candidate, value)
-        for _, value, i, candidate in measured
-    }
 
 
 def compared(
@@ -78,24 +29,24 @@ def compared(
     outcome: Outcome,
     job: Job,
     cited: Mapping[int, tuple[str, ...]],
-    precision_on: Callable[[Gpu], str],
 ) -> list[ComparedChoice]:
-    """Each choice as the answer shows it; `precision_on` (the planner's) gives the precision a GPU
-    runs the job in as asked, or by default when the request states none."""
+    """Each choice as the answer shows it, in the order asked; `ranked` (planning's) says which have
+    a plan and in what order."""
     order = {i: n + 1 for n, i in enumerate(ranked)}
     answers = []
     for i, j in enumerate(judged):
         found = ranked.get(i)
         first = j.on.rejections[0] if j.on.rejections and found is None else None
+        fit = fit_on(job, j.target)
         answers.append(
             ComparedChoice(
                 gpu=j.choice.gpu,
                 gpu_name=kb.gpus[j.choice.gpu].name,
                 count=j.choice.count,
                 acquisition=j.choice.acquisition,
-                verdict=verdict(kb, j, job, precision_on(kb.gpus[j.choice.gpu])),
+                verdict=verdict(kb, j, fit, job),
                 feasible=found is not None,
-                fit=j.fit,
+                fit=fit,
                 ruled_out=first.reason if first else None,
                 rule=first.rule if first else None,
                 option=None
@@ -106,11 +57,10 @@ def compared(
     return answers
 
 
-def verdict(kb: KB, judged: Judged, job: Job, precision: str) -> str:
-    """The choice's verdict in a few words; `precision` is the one the job runs in on this GPU as
-    asked (the default one when the request states none: then a change is not 'as asked')."""
+def verdict(kb: KB, judged: Judged, fit: TargetFit, job: Job) -> str:
+    """The choice's verdict in a few words, from its plans and how the job fits it (`fit`)."""
     task = job.task
-    choice, on, fit = judged.choice, judged.on, judged.fit
+    choice, on, precision = judged.choice, judged.on, judged.target.precision
     if on.options == 0:
         how = {"buy": "buy", "rent": "rent", "owned": "own"}.get(choice.acquisition or "", "get")
         name = kb.gpus[choice.gpu].name
@@ -120,7 +70,7 @@ def verdict(kb: KB, judged: Judged, job: Job, precision: str) -> str:
     if best is not None:
         figures = f"{_speed(best)}, {_price(best)}"
         layout = best.spec.layout
-        if _changed(best, task):
+        if not best.as_asked:
             method_changed = layout.method != task
             changed = layout.method if method_changed else layout.precision
             if fit.fits:
@@ -155,11 +105,6 @@ def summary(job: Job, answers: Sequence[ComparedChoice], best: int | None) -> st
 def label(answer: ComparedChoice) -> str:
     how = f" ({answer.acquisition})" if answer.acquisition else ""
     return f"{answer.count} x {answer.gpu_name}{how}"
-
-
-def _changed(candidate: Candidate, task: str) -> bool:
-    """The plan changes the requested method or precision."""
-    return candidate.spec.layout.method != task or bool(candidate.plan_attrs.get("precision_changed"))
 
 
 def _speed(candidate: Candidate) -> str:

@@ -6,13 +6,13 @@ from collections.abc import Mapping, Sequence
 
 from engine.models.response import TraceStep
 from engine.models.rule import Citation, Rule
-from engine.planning.candidates import required_psu_watts
 from engine.planning.economics import Costs
 from engine.planning.planner import Candidate
 from engine.planning.workload import Job
 from engine.reasoning.policy import Policy
 from engine.reasoning.refengine import Outcome
 from engine.sizing import GB
+from engine.sizing.power import required_psu_watts
 
 YOUR_COMPUTER_NAME = "Your own computer's CPU"
 """How an answer names the computer a user is assumed to have, for a tiny job"""

@@ -8,15 +8,14 @@ from datetime import date
 
 from engine.answer.explain import TASK_WORDS, YOUR_COMPUTER_NAME, citation_text, reasons, relevant_steps, why
 from engine.answer.launch import launch
-from engine.answer.ranking import Ranked
 from engine.models.kb import Provider
 from engine.models.response import Cost, GpuMemory, Launch, Recommendation, Rejected, Throughput
 from engine.models.rule import Rule
 from engine.planning.economics import DEFAULT_UTILIZATION
 from engine.planning.memory import HF_GRADIENT_BYTES
 from engine.planning.plan_checks import Rejection
-from engine.planning.planner import Candidate, Planner
-from engine.planning.requirements import workload_assumptions
+from engine.planning.planner import Candidate
+from engine.planning.ranking import Ranked
 from engine.planning.workload import Job
 from engine.reasoning.policy import Policy
 from engine.reasoning.refengine import Outcome
@@ -189,10 +188,11 @@ def warnings(job: Job, policy: Policy, *, overruled: frozenset[str] = frozenset(
 REPLACED_CONVENTIONS = frozenset({"mfu", "decode_bandwidth_efficiency", "inference_overhead_fraction"})
 
 
-def assumptions(job: Job, policy: Policy) -> dict[str, float | str]:
-    # the sizing's defaults, less those the plans replace: the share of peak FLOPS and of bandwidth
-    # come from the training stack and the serving engine (workload_assumptions), and serving memory
-    # from the engine's budget rather than 1.2 x the weights
+def assumptions(job: Job, policy: Policy, filled_in: Mapping[str, float | str]) -> dict[str, float | str]:
+    """The assumptions behind the figures, with `filled_in` (planning's `workload_assumptions`: the
+    needs the request left open). The sizing's defaults are listed less those the plans replace: the
+    share of peak FLOPS and of bandwidth come from the training stack and the serving engine, and
+    serving memory from the engine's budget rather than 1.2 x the weights."""
     found: dict[str, float | str] = {
         c.name: c.value for c in CONVENTIONS if c.name not in REPLACED_CONVENTIONS
     }
@@ -203,7 +203,7 @@ def assumptions(job: Job, policy: Policy) -> dict[str, float | str]:
     headroom = policy.facts.get("plan.memory_headroom_pct", 0)
     found["memory_headroom_pct"] = float(headroom) if isinstance(headroom, int | float) else 0.0
     found["architecture"] = job.architecture_source
-    found.update(workload_assumptions(job))
+    found.update(filled_in)
     for filled in job.filled:
         found[f"architecture.{filled.field}"] = filled.note
     if job.config_used:
@@ -312,22 +312,6 @@ def _and(items: Sequence[str]) -> str:
 
 def _iso(value: date | None) -> str | None:
     return None if value is None else value.isoformat()
-
-
-def planned_precision(top: Sequence[Ranked], planner: Planner) -> str:
-    """The precision the answer sizes the job in: the first recommendation's when it runs the job as
-    asked (fp8 on a GPU that computes in it, where the request left precision open), else the
-    requested or rule-chosen one, so `requirements` agrees with the best plan."""
-    if top and not top[0].candidate.plan_attrs.get("precision_changed"):
-        return top[0].candidate.spec.layout.precision
-    return planner.base_precision
-
-
-def planned_checkpointing(top: Sequence[Ranked], job: Job) -> bool | None:
-    """Whether the first recommendation, when it runs the requested method, checkpoints activations."""
-    if not top or top[0].candidate.spec.layout.method != job.task:
-        return None
-    return top[0].candidate.spec.layout.checkpointing
 
 
 def task_title(method: str) -> str:

@@ -9,7 +9,6 @@ from engine.answer.explain import hardware, plan_words
 from engine.answer.explain import money as money_text
 from engine.models.response import Relaxation
 from engine.models.rule import Rule, facts_in
-from engine.planning.economics import spend
 from engine.planning.way_out import WayOut
 
 INPUT_OF_SIZING_FACT = {
@@ -22,7 +21,7 @@ INPUT_OF_SIZING_FACT = {
 def relaxation_of(way_out: WayOut, rules: Sequence[Rule], objective: str) -> Relaxation:
     found = way_out.candidate
     constraint = constraint_of(rules, way_out.rule)
-    spent = money_text(spend(found.costs, found.option.acquisition))
+    spent = money_text(way_out.spent)
     if way_out.more_time:
         hours = found.speed.training_hours or 0.0
         what = "more time and a bigger budget help" if len(way_out.lifted) > 1 else "more time helps"

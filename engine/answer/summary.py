@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from engine.answer.explain import hardware, plan_words, speed_words, total_words, workload_words
 from engine.answer.parts import substitute_words
-from engine.answer.ranking import Ranked
 from engine.models.response import Relaxation
 from engine.planning.plan_checks import Rejection
 from engine.planning.planner import Candidate
+from engine.planning.ranking import Ranked
 from engine.planning.workload import Job
 from engine.sizing import GB
 

@@ -25,6 +25,7 @@ from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
 from engine.planning.performance import Links
 from engine.sizing import GB
+from engine.sizing.power import required_psu_watts
 
 CARD_COUNTS = (1, 2, 4, 8)
 SERVER_COUNTS = (4, 8, 16, 32, 64)
@@ -381,20 +382,6 @@ ALL_REDUCE_LATENCY_S = {"gpu-link": 10e-6, "pcie": 24e-6}
 8.7-11.8 us at 2-8 GPUs for 32 KB (SGLang PR 2904); NCCL across 4 GPUs behind one PCIe switch 19.4 us at
 4 KB and 24.2 us at 32 KB inside a CUDA graph (NCCL's tuning adds 1.0 us a hop on PCIe against 0.6 on
 NVLink, NCCL issue 1334)."""
-
-
-REST_OF_SYSTEM_W = 250
-"""what a desktop draws beside its cards under a training or serving load (CPU, board, drives, fans)"""
-PSU_LOAD_SHARE = 0.85
-"""the share of a power supply's rating a sustained load may take: NVIDIA's system-power figures (750 W
-for an RTX 3090 at 350 W, 850 W for an RTX 4090 at 450 W) are the cards plus about 250 W over 0.85"""
-
-
-def required_psu_watts(card_w: float, count: int) -> int:
-    """The power supply rating a desktop needs for `count` cards of `card_w` watts each (rounded up to
-    the 50 W steps supplies are sold in)."""
-    need = (card_w * count + REST_OF_SYSTEM_W) / PSU_LOAD_SHARE
-    return int(-(-need // 50) * 50)
 
 
 def _one_way_gbs(link: Interconnect, figure: float | None = None) -> float:

@@ -1,6 +1,6 @@
 """The factors of the objectives' measures that depend on hardware and rules alone: what a GPU count,
 a node count and a rule's preference weight do to an option's measure (docs/ranking.md). The
-ranking (engine/answer/ranking.py) applies them; the search uses them to bound a measure before an
+ranking (engine/planning/ranking.py) applies them; the search uses them to bound a measure before an
 option is sized."""
 
 from __future__ import annotations

@@ -73,6 +73,11 @@ class Candidate:
         """Every attribute a rule can filter on: the option's and the plan's."""
         return {**self.option.attrs, **self.plan_attrs}
 
+    @property
+    def as_asked(self) -> bool:
+        """The plan keeps the requested method and precision."""
+        return not self.plan_attrs["method_changed"] and not self.plan_attrs["precision_changed"]
+
 
 class Planner:
     def __init__(

@@ -1,7 +1,7 @@
 """The search over a request's hardware options: screening by the rules' hardware filters, price
 groups sized once by their cheapest option, options a smaller sibling already beats left unsized, and
 the search for a way out once one rule is lifted. It sizes nothing itself: each option's plan is the
-`Planner`'s; it ranks nothing either: the objective's measure is passed in (engine/answer/ranking.py)."""
+`Planner`'s; it ranks nothing either: the objective's measure is passed in (engine/planning/ranking.py)."""
 
 from __future__ import annotations
 
@@ -437,10 +437,7 @@ def _cost_floor(option: Option, busy_hours: float | None) -> float:
 def as_asked(candidates: Sequence[Candidate]) -> list[Candidate]:
     """The candidates that keep the requested method and precision, when any does: a plan that
     changes either is offered only when nothing runs the job as asked within the constraints."""
-    kept = [
-        c for c in candidates if not c.plan_attrs["method_changed"] and not c.plan_attrs["precision_changed"]
-    ]
-    return kept or list(candidates)
+    return [c for c in candidates if c.as_asked] or list(candidates)
 
 
 def identity_key(candidate: Candidate) -> tuple[str, int, str]:

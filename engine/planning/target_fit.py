@@ -27,6 +27,10 @@ class Fit:
     fits: bool
     alternatives: tuple[str, ...]
     """the ways that fit: another method or precision, offload, parallelism, checkpointing, more GPUs"""
+    room: str
+    """what one GPU offers a plan, in words (`PlanFit.room`)"""
+    strategies: tuple[str, ...]
+    """the parallelism the request allows, for saying why nothing spreads the job"""
 
 
 def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
@@ -36,8 +40,9 @@ def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
     asked = planner.job.task
     precision = "nf4" if asked == "qlora" else planner.precision_on(gpu)
     totals = {spec: planner.fit.memory(spec.layout).total for spec in planner.specs(count, per_node)}
+    room, strategies = planner.fit.room(gpu), tuple(sorted(planner.space.strategies))
     if not totals:  # the parallelism allowed cannot spread this task over that many GPUs
-        return Fit(precision, False, 0.0, usable, False, ())
+        return Fit(precision, False, 0.0, usable, False, (), room, strategies)
     # As asked: the method and precision requested, in GPU memory (offload is a way out, listed below).
     as_asked = [t for s, t in totals.items() if _as_asked(s, asked, precision)]
     least = min(as_asked) if as_asked else min(totals.values())
@@ -49,7 +54,7 @@ def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
             alternatives.append(label)
     if not fits:
         alternatives.extend(_scale_out(planner, gpu, count, asked, precision))
-    return Fit(precision, True, least, usable, fits, tuple(alternatives))
+    return Fit(precision, True, least, usable, fits, tuple(alternatives), room, strategies)
 
 
 def _as_asked(spec: Spec, asked: str, precision: str) -> bool:

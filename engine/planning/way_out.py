@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from engine.planning.economics import spend
 from engine.planning.plan_checks import MEMORY_RULE
 from engine.planning.planner import Candidate, Planner
 from engine.planning.search import Measure, Search, best_when_lifted, relaxed_objective
@@ -22,6 +23,11 @@ class WayOut:
     """every rule lifted: one, or the deadline and the budget together"""
     more_time: bool = False
     """the deadline is among the rules lifted: the way out is more time"""
+
+    @property
+    def spent(self) -> float:
+        """What the way out costs as a budget counts it (`economics.spend`)."""
+        return spend(self.candidate.costs, self.candidate.option.acquisition)
 
 
 def find_way_out(planner: Planner, search: Search, objective: str, measure: Measure) -> WayOut | None:

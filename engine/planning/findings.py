@@ -1,0 +1,104 @@
+"""Everything planning concludes for a request before a word of the answer is written: the search's
+plans and rejections, the ranking's first `top_k`, the named target planned, the precision and needs
+the answer states, and the way out when nothing passes; for a comparison, each choice planned and
+the choices ranked. The Advisor (engine/recommend.py) finds these, then the answer layer describes
+them: once describing starts, nothing goes back to planning (bench/call_path.py counts it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.models.compare import Choice
+from engine.models.request import RecommendRequest
+from engine.models.response import Requirements
+from engine.planning.candidates import Context
+from engine.planning.on_hardware import Judged, OnTarget, judge, on_target, ranked_choices
+from engine.planning.planner import Planner
+from engine.planning.ranking import Ranked, measure, rank
+from engine.planning.requirements import requirements, workload_assumptions
+from engine.planning.search import Search, Searcher, as_asked
+from engine.planning.way_out import WayOut, find_way_out
+from engine.planning.workload import Job
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What the answer states the whole job needs, sized as planned, and what the request left open
+    that the engine filled in."""
+
+    precision: str
+    requirements: Requirements
+    workload_assumptions: dict[str, float | str]
+
+
+@dataclass(frozen=True)
+class Found:
+    """A recommendation's findings."""
+
+    search: Search
+    top: list[Ranked]
+    target: OnTarget | None
+    way_out: WayOut | None
+    needs: Needs
+
+
+@dataclass(frozen=True)
+class FoundChoices:
+    """A comparison's findings: each choice planned, in the order asked, and those with a plan ranked."""
+
+    judged: list[Judged]
+    ranked: dict[int, Ranked]
+    needs: Needs
+
+
+def find(searcher: Searcher, every_plan: Planner, ctx: Context, request: RecommendRequest) -> Found:
+    """Plan `request`: first the plans that keep the requested method and precision; the substitutes
+    are sized only when none of those passes (they would be dropped by `as_asked` anyway). What
+    follows reads the planner whose plans the answer shows."""
+    planner = every_plan.asked_only(True)
+    search = searcher.search(planner, ctx, request.constraints.gpu_count)
+    if not search.candidates:
+        planner = every_plan
+        search = searcher.search(planner, ctx, request.constraints.gpu_count)
+    ranked = rank(as_asked(search.candidates), request.objective, planner.per_user_tps)
+    top = ranked[: request.top_k]
+    target = on_target(searcher, planner, ctx, request, ranked, search.rejections)
+    way_out = None if top else find_way_out(planner, search, request.objective, measure)
+    needs = needs_of(planner, planned_precision(top, planner), planned_checkpointing(top, planner.job))
+    return Found(search, top, target, way_out, needs)
+
+
+def find_choices(
+    searcher: Searcher, planner: Planner, ctx: Context, choices: Sequence[Choice]
+) -> FoundChoices:
+    """Plan each choice of a comparison as target hardware is, and rank those with a plan."""
+    judged = [judge(searcher, planner, ctx, choice) for choice in choices]
+    ranked = ranked_choices(judged, planner)
+    checkpointing = planned_checkpointing(list(ranked.values()), planner.job)
+    return FoundChoices(judged, ranked, needs_of(planner, planner.base_precision, checkpointing))
+
+
+def needs_of(planner: Planner, precision: str, checkpointing: bool | None = None) -> Needs:
+    job = planner.job
+    return Needs(
+        precision,
+        requirements(job, planner.policy.facts, precision, checkpointing),
+        workload_assumptions(job),
+    )
+
+
+def planned_precision(top: Sequence[Ranked], planner: Planner) -> str:
+    """The precision the answer sizes the job in: the first recommendation's when it runs the job as
+    asked (fp8 on a GPU that computes in it, where the request left precision open), else the
+    requested or rule-chosen one, so `requirements` agrees with the best plan."""
+    if top and not top[0].candidate.plan_attrs.get("precision_changed"):
+        return top[0].candidate.spec.layout.precision
+    return planner.base_precision
+
+
+def planned_checkpointing(top: Sequence[Ranked], job: Job) -> bool | None:
+    """Whether the first recommendation, when it runs the requested method, checkpoints activations."""
+    if not top or top[0].candidate.spec.layout.method != job.task:
+        return None
+    return top[0].candidate.spec.layout.checkpointing
