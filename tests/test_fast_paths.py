@@ -29,7 +29,7 @@ def test_decode_step_core(
     b: int, f: float, need: float, peak: float, bw: float, mfu: float, eff: float
 ) -> None:
     checked = throughput.decode_step_seconds(b, f, need, peak, bw, mfu=mfu, bandwidth_efficiency=eff)
-    assert checked == throughput.decode_step_seconds_unchecked(
+    assert checked == throughput.decode_step_seconds.unchecked(
         b, f, need, peak, bw, mfu=mfu, bandwidth_efficiency=eff
     )
 
@@ -39,8 +39,8 @@ def test_decode_step_core(
 def test_tensor_parallel_core(t: int, h: int, layers: int, tp: int, bw: float, value_bytes: float) -> None:
     args = (t, h, layers, tp, bw)
     checked = throughput.tensor_parallel_comm_seconds(*args, bytes_per_value=value_bytes)
-    assert checked == throughput.tensor_parallel_comm_seconds_unchecked(*args, bytes_per_value=value_bytes)
-    assert throughput.allreduce_seconds(h * 2.0, tp, bw) == throughput.allreduce_seconds_unchecked(
+    assert checked == throughput.tensor_parallel_comm_seconds.unchecked(*args, bytes_per_value=value_bytes)
+    assert throughput.allreduce_seconds(h * 2.0, tp, bw) == throughput.allreduce_seconds.unchecked(
         h * 2.0, tp, bw
     )
 
@@ -51,19 +51,19 @@ def test_kv_slots_core(memory: float, weights: float, kv: float, n: int, util: f
     kwargs = {"n_gpus": n, "gpu_memory_utilization": util}
     assert inference_memory.max_concurrent_sequences(
         memory, weights, kv, **kwargs
-    ) == inference_memory.max_concurrent_sequences_unchecked(memory, weights, kv, **kwargs)
+    ) == inference_memory.max_concurrent_sequences.unchecked(memory, weights, kv, **kwargs)
 
 
 @FAST
 @given(non_negative, st.integers(0, 20000), non_negative, non_negative, positive)
 def test_cost_cores(capex: float, watts: int, rent: float, own: float, years: float) -> None:
-    assert cost.power_cost_per_hour_usd(watts, usd_per_kwh=0.3) == cost.power_cost_per_hour_usd_unchecked(
+    assert cost.power_cost_per_hour_usd(watts, usd_per_kwh=0.3) == cost.power_cost_per_hour_usd.unchecked(
         watts, usd_per_kwh=0.3
     )
     assert cost.owned_cost_per_hour_usd(capex, watts, horizon_years=years) == (
-        cost.owned_cost_per_hour_usd_unchecked(capex, watts, horizon_years=years)
+        cost.owned_cost_per_hour_usd.unchecked(capex, watts, horizon_years=years)
     )
-    assert cost.break_even_hours(capex, rent, own_usd_per_hour=own) == cost.break_even_hours_unchecked(
+    assert cost.break_even_hours(capex, rent, own_usd_per_hour=own) == cost.break_even_hours.unchecked(
         capex, rent, own_usd_per_hour=own
     )
 

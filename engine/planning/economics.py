@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from engine.planning.candidates import Option
 from engine.sizing.cost import (
-    break_even_hours_unchecked,
-    owned_cost_per_hour_usd_unchecked,
-    power_cost_per_hour_usd_unchecked,
+    break_even_hours,
+    owned_cost_per_hour_usd,
+    power_cost_per_hour_usd,
 )
 
 DEFAULT_UTILIZATION = 0.7
@@ -76,7 +76,7 @@ def _break_even(capex: float | None, rent_per_hour: float | None, own_per_hour: 
     is unknown)."""
     if capex is None or rent_per_hour is None:
         return None
-    return break_even_hours_unchecked(capex, rent_per_hour, own_usd_per_hour=own_per_hour)
+    return break_even_hours.unchecked(capex, rent_per_hour, own_usd_per_hour=own_per_hour)
 
 
 def _run_cost(
@@ -85,7 +85,7 @@ def _run_cost(
     """One run's cost: a bought option's share of its capex over the horizon plus power, else the
     hourly cost (rent, or an owned option's power) for the run's hours."""
     if acquisition == "buy":
-        per_hour = owned_cost_per_hour_usd_unchecked(
+        per_hour = owned_cost_per_hour_usd.unchecked(
             capex, watts, horizon_years=use.horizon_hours / 8760, usd_per_kwh=use.usd_per_kwh
         )
         return per_hour * run_hours
@@ -115,7 +115,7 @@ def costs(
     gpus = option.count * copies
     capex = option.capex_usd * copies
     watts = owned_watts(option) * copies
-    power = power_cost_per_hour_usd_unchecked(watts, usd_per_kwh=usd_per_kwh)
+    power = power_cost_per_hour_usd.unchecked(watts, usd_per_kwh=usd_per_kwh)
     hourly = option.hourly_rent_usd * copies if acquisition == "rent" else power
     horizon = capex + hourly * busy
     rent_equivalent = None if rent_per_gpu_hour is None else rent_per_gpu_hour * gpus * busy

@@ -31,8 +31,8 @@ from engine.sizing._checks import check_positive
 from engine.sizing.conventions import ALLREDUCE_LATENCY_S
 from engine.sizing.serving_engines import ENCODER_EFFICIENCY, moe_layer_seconds, profile
 from engine.sizing.throughput import (
-    allreduce_seconds_unchecked,
-    tensor_parallel_comm_seconds_unchecked,
+    allreduce_seconds,
+    tensor_parallel_comm_seconds,
 )
 from engine.sizing.training_speed import (
     FP8_TRAINING_SPEEDUP,
@@ -180,7 +180,7 @@ def inference_speed(
         if not tensor_parallel:
             return 0.0
         shape = job.shape
-        return tensor_parallel_comm_seconds_unchecked(
+        return tensor_parallel_comm_seconds.unchecked(
             tokens, shape.hidden_size, shape.n_layers, layout.tp, link, latency_s=links.latency_s
         )
 
@@ -336,7 +336,7 @@ def training_speed(
         link = check_positive("link_bandwidth_bytes_per_s", link)
     micro_steps = max(1.0, GLOBAL_BATCH_TOKENS.get(layout.method, 2**18) / step_tokens)
     if layout.dp > 1:
-        sync = allreduce_seconds_unchecked(2.0 * trained / layout.tp, layout.dp, link)
+        sync = allreduce_seconds.unchecked(2.0 * trained / layout.tp, layout.dp, link)
         if layout.zero == 3 or layout.offload:
             step += max(0.0, ZERO3_COMM_VOLUME * sync - compute)
         elif layout.zero == 2:
@@ -348,7 +348,7 @@ def training_speed(
             step += max(0.0, sync - BACKWARD_SHARE * compute) / micro_steps
     if layout.tp > 1:
         tokens = max(1, step_tokens // layout.dp)
-        step += TP_TRAINING_COMM_FACTOR * tensor_parallel_comm_seconds_unchecked(
+        step += TP_TRAINING_COMM_FACTOR * tensor_parallel_comm_seconds.unchecked(
             tokens, job.shape.hidden_size, job.shape.n_layers, layout.tp, link
         )
     if layout.offload:

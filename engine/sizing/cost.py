@@ -24,6 +24,7 @@ from engine.sizing._checks import (
     check_non_negative,
     check_positive,
     check_positive_int,
+    checked,
 )
 from engine.sizing.conventions import (
     ELECTRICITY_USD_PER_KWH,
@@ -97,22 +98,18 @@ def run_cost_usd(gpu_hours_used: float, usd_per_gpu_hour: float) -> float:
     )
 
 
+@checked(power_watts=check_non_negative, usd_per_kwh=check_non_negative)
 def power_cost_per_hour_usd(power_watts: float, *, usd_per_kwh: float = ELECTRICITY_USD_PER_KWH) -> float:
     """Electricity cost of running at ``power_watts`` for one hour (USD/h): ``W / 1000 x usd_per_kwh``."""
-    return power_cost_per_hour_usd_unchecked(
-        check_non_negative("power_watts", power_watts),
-        usd_per_kwh=check_non_negative("usd_per_kwh", usd_per_kwh),
-    )
-
-
-def power_cost_per_hour_usd_unchecked(
-    power_watts: float, *, usd_per_kwh: float = ELECTRICITY_USD_PER_KWH
-) -> float:
-    """:func:`power_cost_per_hour_usd` without the argument checks, for callers whose inputs are already
-    valid (a planner prices hundreds of plans per request from validated KB and request values)."""
     return power_watts / 1000.0 * usd_per_kwh
 
 
+@checked(
+    capex_usd=check_non_negative,
+    horizon_years=check_positive,
+    power_watts=check_non_negative,
+    usd_per_kwh=check_non_negative,
+)
 def owned_cost_per_hour_usd(
     capex_usd: float,
     power_watts: float,
@@ -126,23 +123,7 @@ def owned_cost_per_hour_usd(
     amortization plus power at TDP all the time (guide G2 ``cost_per_1m_tokens``: 3 years, $0.12/kWh).
     Excludes hosting, cooling overhead, networking and labour, as guide G2 does.
     """
-    capex = check_non_negative("capex_usd", capex_usd)
-    years = check_positive("horizon_years", horizon_years)
-    watts = check_non_negative("power_watts", power_watts)
-    rate = check_non_negative("usd_per_kwh", usd_per_kwh)
-    return owned_cost_per_hour_usd_unchecked(capex, watts, horizon_years=years, usd_per_kwh=rate)
-
-
-def owned_cost_per_hour_usd_unchecked(
-    capex_usd: float,
-    power_watts: float,
-    *,
-    horizon_years: float = HARDWARE_HORIZON_YEARS,
-    usd_per_kwh: float = ELECTRICITY_USD_PER_KWH,
-) -> float:
-    """:func:`owned_cost_per_hour_usd` without the argument checks (see
-    :func:`power_cost_per_hour_usd_unchecked`)."""
-    power = power_cost_per_hour_usd_unchecked(power_watts, usd_per_kwh=usd_per_kwh)
+    power = power_cost_per_hour_usd.unchecked(power_watts, usd_per_kwh=usd_per_kwh)
     return capex_usd / (horizon_years * HOURS_PER_YEAR) + power
 
 
@@ -183,6 +164,9 @@ def cost_per_million_tokens_rented_usd(
     return price / (tps * u * SECONDS_PER_HOUR) * 1e6
 
 
+@checked(
+    capex_usd=check_non_negative, rent_usd_per_hour=check_non_negative, own_usd_per_hour=check_non_negative
+)
 def break_even_hours(
     capex_usd: float, rent_usd_per_hour: float, *, own_usd_per_hour: float = 0.0
 ) -> float | None:
@@ -192,17 +176,6 @@ def break_even_hours(
     of owned hardware per hour of use (power: :func:`power_cost_per_hour_usd`). Guide G1: RTX 4090
     $1,600 / $0.40 = 4,000 h; A100 80GB $15,000 / $4 = 3,750 h; 8x A100 $150,000 / $32 = 4,688 h.
     """
-    capex = check_non_negative("capex_usd", capex_usd)
-    rent = check_non_negative("rent_usd_per_hour", rent_usd_per_hour)
-    own = check_non_negative("own_usd_per_hour", own_usd_per_hour)
-    return break_even_hours_unchecked(capex, rent, own_usd_per_hour=own)
-
-
-def break_even_hours_unchecked(
-    capex_usd: float, rent_usd_per_hour: float, *, own_usd_per_hour: float = 0.0
-) -> float | None:
-    """:func:`break_even_hours` without the argument checks (see
-    :func:`power_cost_per_hour_usd_unchecked`)."""
     if rent_usd_per_hour <= own_usd_per_hour:
         return None
     hours = capex_usd / (rent_usd_per_hour - own_usd_per_hour)

@@ -25,6 +25,7 @@ from engine.sizing._checks import (
     check_non_negative_int,
     check_positive,
     check_positive_int,
+    checked,
 )
 from engine.sizing.conventions import (
     INFERENCE_OVERHEAD_FRACTION,
@@ -236,6 +237,14 @@ def inference_memory_bytes(
     return w * (1.0 + check_non_negative("overhead_fraction", overhead_fraction)) + kv
 
 
+@checked(
+    gpu_memory_bytes=check_positive,
+    weights=check_positive,
+    kv_bytes_per_sequence=check_positive,
+    n_gpus=check_positive_int,
+    gpu_memory_utilization=check_fraction,
+    activation_reserve_bytes=check_non_negative,
+)
 def max_concurrent_sequences(
     gpu_memory_bytes: float,
     weights: float,
@@ -253,28 +262,6 @@ def max_concurrent_sequences(
     totals over the ``n_gpus`` tensor-parallel GPUs; compute ``kv_bytes_per_sequence`` over
     :func:`paged_tokens` to include block rounding.
     """
-    memory = check_positive("gpu_memory_bytes", gpu_memory_bytes)
-    w = check_positive("weights", weights)
-    kv = check_positive("kv_bytes_per_sequence", kv_bytes_per_sequence)
-    n = check_positive_int("n_gpus", n_gpus)
-    util = check_fraction("gpu_memory_utilization", gpu_memory_utilization)
-    act = check_non_negative("activation_reserve_bytes", activation_reserve_bytes)
-    return max_concurrent_sequences_unchecked(
-        memory, w, kv, n_gpus=n, gpu_memory_utilization=util, activation_reserve_bytes=act
-    )
-
-
-def max_concurrent_sequences_unchecked(
-    gpu_memory_bytes: float,
-    weights: float,
-    kv_bytes_per_sequence: float,
-    *,
-    n_gpus: int = 1,
-    gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
-    activation_reserve_bytes: float = 0.0,
-) -> int:
-    """:func:`max_concurrent_sequences` without the argument checks, for callers whose inputs are
-    already valid (a planner sizes hundreds of plans per request from validated KB values)."""
     free = n_gpus * gpu_memory_bytes * gpu_memory_utilization - weights - activation_reserve_bytes
     if free <= 0:
         return 0

@@ -24,6 +24,7 @@ from engine.sizing._checks import (
     check_non_negative_int,
     check_positive,
     check_positive_int,
+    checked,
 )
 from engine.sizing.conventions import ALLREDUCE_LATENCY_S, DECODE_BANDWIDTH_EFFICIENCY, MFU
 from engine.sizing.params import decode_params_read_per_token, mlp_params_per_expert
@@ -118,6 +119,16 @@ def prefill_seconds(
     )
 
 
+@checked(
+    batch=check_positive_int,
+    flops_per_token=check_positive,
+    flops=lambda v: check_non_negative("flops", v["batch"] * v["flops_per_token"]),  # may overflow
+    peak_flops_per_s=check_positive,
+    mfu=check_fraction,
+    bytes_per_step=check_positive,
+    memory_bandwidth_bytes_per_s=check_positive,
+    bandwidth_efficiency=check_fraction,
+)
 def decode_step_seconds(
     batch: int,
     flops_per_token: float,
@@ -134,34 +145,17 @@ def decode_step_seconds(
     Throughput is ``batch / step`` tokens/s; each sequence sees ``1 / step`` tokens/s. Source: Williams et
     al. 2009 (roofline); Pope et al. 2022, Sec. 3.
     """
-    b = check_positive_int("batch", batch)
-    f = check_positive("flops_per_token", flops_per_token)
-    check_non_negative("flops", b * f)  # the product may overflow (compute_seconds checks it)
-    peak = check_positive("peak_flops_per_s", peak_flops_per_s)
-    m = check_fraction("mfu", mfu)
-    need = check_positive("bytes_per_step", bytes_per_step)
-    bw = check_positive("memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s)
-    eff = check_fraction("bandwidth_efficiency", bandwidth_efficiency)
-    return decode_step_seconds_unchecked(b, f, need, peak, bw, mfu=m, bandwidth_efficiency=eff)
-
-
-def decode_step_seconds_unchecked(
-    batch: int,
-    flops_per_token: float,
-    bytes_per_step: float,
-    peak_flops_per_s: float,
-    memory_bandwidth_bytes_per_s: float,
-    *,
-    mfu: float = MFU,
-    bandwidth_efficiency: float = DECODE_BANDWIDTH_EFFICIENCY,
-) -> float:
-    """:func:`decode_step_seconds` without the argument checks, for callers whose inputs are already
-    valid (a planner sizes hundreds of plans per request from validated KB and request values)."""
     compute = batch * flops_per_token / (peak_flops_per_s * mfu)
     memory = bytes_per_step / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
     return max(compute, memory)
 
 
+@checked(
+    message_bytes=check_non_negative,
+    n_gpus=check_positive_int,
+    link_bandwidth_bytes_per_s=check_positive,
+    latency_s=check_non_negative,
+)
 def allreduce_seconds(
     message_bytes: float,
     n_gpus: int,
@@ -176,26 +170,25 @@ def allreduce_seconds(
     of one GPU's link: halve an NVLink "bidirectional" figure (A100 600 GB/s -> 300 GB/s, as llm-analysis
     does). Latency default 8 us (llm-analysis ``intra_node_min_message_latency``).
     """
-    msg = check_non_negative("message_bytes", message_bytes)
-    n = check_positive_int("n_gpus", n_gpus)
-    bw = check_positive("link_bandwidth_bytes_per_s", link_bandwidth_bytes_per_s)
-    lat = check_non_negative("latency_s", latency_s)
-    return allreduce_seconds_unchecked(msg, n, bw, latency_s=lat)
-
-
-def allreduce_seconds_unchecked(
-    message_bytes: float,
-    n_gpus: int,
-    link_bandwidth_bytes_per_s: float,
-    *,
-    latency_s: float = ALLREDUCE_LATENCY_S,
-) -> float:
-    """:func:`allreduce_seconds` without the argument checks (see :func:`decode_step_seconds_unchecked`)."""
     if n_gpus == 1:
         return 0.0
     return latency_s + 2.0 * (n_gpus - 1) / n_gpus * message_bytes / link_bandwidth_bytes_per_s
 
 
+@checked(
+    tokens=check_positive_int,
+    hidden_size=check_positive_int,
+    n_layers=check_positive_int,
+    allreduces_per_layer=check_positive_int,
+    bytes_per_value=check_positive,
+    # what allreduce_seconds checks, in its order (the message may overflow to infinity)
+    message_bytes=lambda v: check_non_negative(
+        "message_bytes", float(v["tokens"]) * v["hidden_size"] * v["bytes_per_value"]
+    ),
+    n_gpus=lambda v: check_positive_int("n_gpus", v["tensor_parallel"]),
+    link_bandwidth_bytes_per_s=check_positive,
+    latency_s=check_non_negative,
+)
 def tensor_parallel_comm_seconds(
     tokens: int,
     hidden_size: int,
@@ -214,36 +207,8 @@ def tensor_parallel_comm_seconds(
     pass (Shoeybi et al. 2019, Sec. 3): pass ``allreduces_per_layer=4`` for a training step. For decoding,
     ``tokens`` is the batch size (one new token per sequence).
     """
-    t = check_positive_int("tokens", tokens)
-    h = check_positive_int("hidden_size", hidden_size)
-    layers = check_positive_int("n_layers", n_layers)
-    per_layer = check_positive_int("allreduces_per_layer", allreduces_per_layer)
-    value_bytes = check_positive("bytes_per_value", bytes_per_value)
-    # What allreduce_seconds checks, in its order (the message may overflow to infinity).
-    check_non_negative("message_bytes", float(t) * h * value_bytes)
-    n = check_positive_int("n_gpus", tensor_parallel)
-    bw = check_positive("link_bandwidth_bytes_per_s", link_bandwidth_bytes_per_s)
-    lat = check_non_negative("latency_s", latency_s)
-    return tensor_parallel_comm_seconds_unchecked(
-        t, h, layers, n, bw, bytes_per_value=value_bytes, allreduces_per_layer=per_layer, latency_s=lat
-    )
-
-
-def tensor_parallel_comm_seconds_unchecked(
-    tokens: int,
-    hidden_size: int,
-    n_layers: int,
-    tensor_parallel: int,
-    link_bandwidth_bytes_per_s: float,
-    *,
-    bytes_per_value: float = 2.0,
-    allreduces_per_layer: int = 2,
-    latency_s: float = ALLREDUCE_LATENCY_S,
-) -> float:
-    """:func:`tensor_parallel_comm_seconds` without the argument checks (see
-    :func:`decode_step_seconds_unchecked`)."""
     message = float(tokens) * hidden_size * bytes_per_value
-    one = allreduce_seconds_unchecked(
+    one = allreduce_seconds.unchecked(
         message, tensor_parallel, link_bandwidth_bytes_per_s, latency_s=latency_s
     )
     return n_layers * allreduces_per_layer * one
