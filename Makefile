@@ -1,9 +1,11 @@
 # Conveniences over scripts/dev.py, which needs only python3.
-.PHONY: run test lock lint bench
+.PHONY: run test golden lock lint bench
 run:
 	python3 scripts/dev.py run
 test:
 	python3 scripts/dev.py test
+golden:  # rewrite every recorded answer under tests/golden; the diff is the review
+	python3 scripts/dev.py golden
 lock:  # re-resolve requirements-*.lock from pyproject.toml (installs the pinned uv into .venv-lock)
 	python3 scripts/dev.py lock
 lint:

@@ -11,7 +11,7 @@ CPU-bound answers would make each slower and bound nothing; on 2 cores `/recomme
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -26,7 +26,15 @@ from engine.models.request import RecommendRequest
 from engine.models.response import RecommendResponse
 from engine.models.service import RuleDetail, RuleSummary
 from engine.models.views import ErrorDetail, GpuSummary, Health, Version
-from engine.recommend import Advisor, markdown, rule_detail, rule_summary, slack_message
+from engine.recommend import (
+    Advisor,
+    compare_markdown,
+    compare_slack_message,
+    markdown,
+    rule_detail,
+    rule_summary,
+    slack_message,
+)
 
 # Operation ids are the route functions' names: stable, and what the OpenAPI links refer to.
 router = APIRouter(route_class=JsonBodyRoute, generate_unique_id_function=lambda route: route.name)
@@ -110,10 +118,21 @@ async def recommend(
     return await queue.run(answer)
 
 
+FORMAT_DESCRIPTION = (
+    "json (the default): the answer's JSON body; slack: a Slack Block Kit message (`text` and "
+    "`blocks`); markdown: the answer as Markdown (text/markdown)"
+)
+
+
 @router.post(
     "/compare",
-    response_model=CompareResponse,
+    response_model=CompareResponse | SlackMessage,
     responses={
+        200: {
+            "description": "the comparison: JSON by default; a Slack Block Kit message with `format=slack`; "
+            "Markdown with `format=markdown`",
+            "content": {"text/markdown": {"schema": {"type": "string"}}},
+        },
         **BODY_ERRORS,
         413: {"model": ErrorDetail, "description": "request body over 64 KB"},
         422: {
@@ -128,13 +147,21 @@ async def compare(
     body: Annotated[CompareRequest, Body(openapi_examples=COMPARE_EXAMPLES)],
     advisor: CurrentAdvisor,
     queue: EngineQueue,
+    answer_format: Annotated[AnswerFormat, Query(alias="format", description=FORMAT_DESCRIPTION)] = "json",
 ) -> Response:
     """Two to four hardware choices for one request, side by side ("why not X?"): for each, whether
     the job fits, a verdict in words, and the best plan on it with the figures of a recommendation
     (memory per GPU, tokens/s, cost, plan). A choice nothing runs on is judged, not an error."""
-    return await queue.run(
-        lambda: Response(content=advisor.compare(body).model_dump_json(), media_type="application/json")
-    )
+
+    def answer() -> Response:
+        found = advisor.compare(body)
+        if answer_format == "slack":
+            return JSONResponse(compare_slack_message(found))
+        if answer_format == "markdown":
+            return Response(content=compare_markdown(found), media_type="text/markdown")
+        return Response(content=found.model_dump_json(), media_type="application/json")
+
+    return await queue.run(answer)
 
 
 @router.get("/healthz", response_model=Health, tags=["service"])
@@ -257,6 +284,10 @@ async def report(
     body: Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)],
     advisor: CurrentAdvisor,
     queue: EngineQueue,
+    report_format: Annotated[
+        Literal["html"],
+        Query(alias="format", description="html, the only form of the report (any other value is a 422)"),
+    ] = "html",
 ) -> Response:
     """The answer to the same request as `POST /recommend`, as a procurement report: one self-contained
     HTML page (charts inline, no scripts, no network) with the decision, its runners-up, a cost-time,

@@ -20,8 +20,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from engine.answer.chat.markdown import markdown
-from engine.answer.chat.slack import slack_message
+from engine.answer.chat.markdown import compare_markdown, markdown
+from engine.answer.chat.slack import compare_slack_message, slack_message
 from engine.answer.compare import compared
 from engine.answer.compare import summary as compare_summary
 from engine.answer.explain import trace
@@ -68,6 +68,8 @@ __all__ = [
     "DeadlineExceeded",
     "InvalidRequest",
     "UnknownReference",
+    "compare_markdown",
+    "compare_slack_message",
     "deadline",
     "default_advisor",
     "load_advisor",

@@ -3,6 +3,7 @@
 
     python3 scripts/dev.py run     # create .venv from the lock, serve the embedded KB on 127.0.0.1:8000
     python3 scripts/dev.py test    # create .venv from the lock, run lint + type checks + tests
+    python3 scripts/dev.py golden  # rewrite every recorded answer (answers, reports, comparisons, chat)
     python3 scripts/dev.py lock    # re-resolve the lock files from pyproject.toml (installs uv first)
     python3 scripts/dev.py lock --upgrade   # the same, moving every pin to its newest allowed version
 
@@ -148,6 +149,22 @@ def test() -> None:
     _run(BIN / "python", "-m", "pytest")
 
 
+GOLDEN_TESTS = (
+    "tests/test_golden.py",
+    "tests/test_compare.py",
+    "tests/test_chat_formats.py",
+    "tests/test_report.py",
+)
+"""every test file that keeps recordings (each reads `--update-golden`): answers, comparisons, the chat
+formats and the reports"""
+
+
+def golden() -> None:
+    """Rewrite every recording from the current code, then show which changed: the diff is the review."""
+    _run(BIN / "python", "-m", "pytest", "-q", "--update-golden", *GOLDEN_TESTS)
+    _run("git", "status", "--short", "tests/golden")
+
+
 def lock(*options: str) -> None:
     """Re-resolve both lock files; existing pins are kept unless `--upgrade` is given."""
     if not LOCK_VENV.exists():
@@ -162,7 +179,7 @@ def lock(*options: str) -> None:
     print(f"wrote {BUILD_LOCK} and {DEV_LOCK}; the next run or test re-creates .venv from them")
 
 
-TASKS = {"run": run, "test": test}
+TASKS = {"run": run, "test": test, "golden": golden}
 LOCK_OPTIONS = {"--upgrade"}
 
 if __name__ == "__main__":
@@ -173,4 +190,4 @@ if __name__ == "__main__":
         ensure_venv()
         TASKS[task]()
     else:
-        sys.exit("usage: python3 scripts/dev.py {run|test|lock [--upgrade]}")
+        sys.exit("usage: python3 scripts/dev.py {run|test|golden|lock [--upgrade]}")

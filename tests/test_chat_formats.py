@@ -1,6 +1,6 @@
 """`POST /recommend?format=slack|markdown`: the answer as a Slack Block Kit message within Slack's
 published limits (https://api.slack.com/reference/block-kit/blocks) and as Markdown, for every golden
-request; recorded outputs for a few of them (`pytest tests/test_chat_formats.py --update-golden`
+request; recorded outputs for a few of them (`python3 scripts/dev.py golden`
 rewrites them); the JSON answer unchanged by the new parameter."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_the_markdown_of_every_golden_answer_has_a_heading_and_a_section_per_opt
     answer = golden_answer(name)
     text = markdown(answer)
     lines = text.splitlines()
-    assert lines[0].startswith("# GPU advice: ")
+    assert lines[0].startswith("# GPU advice: " if answer.target_fit is None else "# GPU advice on ")
     assert [line for line in lines if line.startswith("# ")] == [lines[0]]
     sections = [line for line in lines if re.match(r"## \d+\. ", line)]
     assert sections == [
@@ -147,7 +147,7 @@ def test_chat_formats_match_the_recordings(name: str, request: pytest.FixtureReq
     for path, text in outputs.items():
         if request.config.getoption("--update-golden"):
             path.write_text(text, encoding="utf-8")
-        assert path.exists(), f"no recording {path.name}: run pytest with --update-golden"
+        assert path.exists(), f"no recording {path.name}: run python3 scripts/dev.py golden"
         assert text == path.read_text(encoding="utf-8"), path.name
 
 
@@ -190,3 +190,88 @@ def test_an_unknown_format_is_a_422_naming_format(service: TestClient) -> None:
     answer = service.post("/recommend?format=xml", json=body)
     assert answer.status_code == 422
     assert [error["loc"] for error in answer.json()["detail"]] == [["query", "format"]]
+
+
+HOSTILE = "*bold* _it_ ~gone~ `tick` <b>x</b> & [link](http://example.com) | # !"
+"""text a request or the KB could carry, with every kind of markup both formats read"""
+
+
+def _hostile(answer: RecommendResponse) -> RecommendResponse:
+    options = [
+        option.model_copy(
+            update={"gpu_name": HOSTILE, "why": HOSTILE, "provider": "p`_*", "platform": HOSTILE}
+        )
+        for option in answer.recommendations
+    ]
+    return answer.model_copy(update={"summary": HOSTILE, "warnings": [HOSTILE], "recommendations": options})
+
+
+def test_markdown_shows_text_from_a_request_or_the_kb_as_text() -> None:
+    """Rendered by a CommonMark parser (markdown-it-py), the hostile text stays literal: no emphasis,
+    link, HTML or code span comes from it, and every code span the format sets closes."""
+    from markdown_it import MarkdownIt
+
+    answer = _hostile(golden_answer("low-utilization-rents"))
+    html = MarkdownIt("commonmark").render(markdown(answer))
+    literal = HOSTILE.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # the title, the summary, the warning, and each option's heading, plan and why
+    assert html.count(literal) == 3 + 3 * len(answer.recommendations)
+    assert html.count("<em>") == 1  # the closing line's own
+    assert "<del>" not in html and "<a " not in html and "<b>" not in html
+    assert html.count("<code>p`_*</code>") == len(answer.recommendations)
+
+
+def test_slack_disarms_every_formatting_character_from_a_request_or_the_kb() -> None:
+    answer = _hostile(golden_answer("low-utilization-rents"))
+    blocks = slack_message(answer)["blocks"]
+    assert blocks[0]["text"]["type"] == "plain_text" and blocks[0]["text"]["text"].endswith(HOSTILE)
+    message = json.dumps(blocks[1:], ensure_ascii=False)
+    z = "\u200b"  # a zero-width space after each character that could open a format
+    disarmed = (
+        f"*{z}bold* _{z}it_ ~{z}gone~ `{z}tick`{z} &lt;b&gt;x&lt;/b&gt; &amp; "
+        "[link](http://example.com) | # !"
+    )
+    assert message.count(disarmed) >= 2 + len(answer.recommendations)  # summary, warning, each why
+    assert "<b>" not in message and "[link](" in message  # Slack reads no Markdown links
+    assert "`p\u02cb_*`" in message  # an id stays one code span
+
+
+def test_a_target_question_is_headed_by_the_target() -> None:
+    answer = golden_answer("finetune-3b-adam-on-rtx-3090")
+    assert answer.target_fit is not None
+    heading = f"GPU advice on 1 x {answer.target_fit.gpu_name}: the job "
+    assert slack_message(answer)["blocks"][0]["text"]["text"].startswith(heading)
+    assert markdown(answer).startswith(f"# {heading}")
+
+
+COMPARE_BODY = {
+    "request": {"workload": {"task": "inference", "model": "llama-3.1-8b"}},
+    "choices": [{"gpu": "nvidia-rtx-4090", "count": 1}, {"gpu": "nvidia-l4", "count": 1}],
+}
+
+
+def test_compare_speaks_every_format(service: TestClient) -> None:
+    as_json = service.post("/compare", json=COMPARE_BODY).json()
+    best = as_json["choices"][as_json["best"]]
+    slack = service.post("/compare?format=slack", json=COMPARE_BODY)
+    assert slack.status_code == 200 and slack.headers["content-type"] == "application/json"
+    message = slack.json()
+    assert_within_slack_limits(message)
+    assert message["blocks"][0]["text"]["text"] == f"GPU comparison: 1 x {best['gpu_name']} is best"
+    assert sum(block["type"] == "divider" for block in message["blocks"]) == len(COMPARE_BODY["choices"])
+    text = service.post("/compare?format=markdown", json=COMPARE_BODY)
+    assert text.status_code == 200 and text.headers["content-type"].startswith("text/markdown")
+    sections = [line for line in text.text.splitlines() if line.startswith("## 1 x ")]
+    assert sections == [
+        f"## 1 x {c['gpu_name']}" + (" (best)" if c is best else "") for c in as_json["choices"]
+    ]
+    wrong = service.post("/compare?format=slackk", json=COMPARE_BODY)
+    assert wrong.status_code == 422
+    assert [error["loc"] for error in wrong.json()["detail"]] == [["query", "format"]]
+
+
+def test_the_report_refuses_a_format_it_cannot_give(service: TestClient) -> None:
+    body = json.loads(golden_request("serve-7b-batch-1").model_dump_json(exclude_unset=True))
+    refused = service.post("/report?format=pdf", json=body)
+    assert refused.status_code == 422
+    assert [error["loc"] for error in refused.json()["detail"]] == [["query", "format"]]

@@ -2,7 +2,7 @@
 recommendation and a verdict in words ("why not X?"); bad input is a 422 naming the field.
 
 Golden comparisons live in tests/golden_compare (`<name>.request.json` and the recorded
-`<name>.response.json`); `pytest tests/test_compare.py --update-golden` rewrites the recordings."""
+`<name>.response.json`); `python3 scripts/dev.py golden` rewrites the recordings."""
 
 from __future__ import annotations
 
@@ -326,5 +326,5 @@ def test_comparison_matches_the_recording(name: str, request: pytest.FixtureRequ
     path = GOLDEN_COMPARE / f"{name}.response.json"
     if request.config.getoption("--update-golden"):
         path.write_text(as_text(answer), encoding="utf-8")
-    assert path.exists(), f"no recording for {name}: run pytest with --update-golden"
+    assert path.exists(), f"no recording for {name}: run python3 scripts/dev.py golden"
     assert answer == json.loads(path.read_text(encoding="utf-8"))

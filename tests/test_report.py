@@ -181,12 +181,12 @@ def _comparable(page: str) -> str:
 
 @pytest.mark.parametrize("name", GOLDEN_REPORTS)
 def test_report_matches_the_recording(name: str, request: pytest.FixtureRequest) -> None:
-    """`pytest tests/test_report.py --update-golden` rewrites the recordings; the diff is the review."""
+    """`python3 scripts/dev.py golden` rewrites the recordings; the diff is the review."""
     from tests.golden_support import GOLDEN, advisor, golden_request
 
     page = _comparable(advisor().report(golden_request(name)))
     path = GOLDEN / f"{name}.report.html"
     if request.config.getoption("--update-golden"):
         path.write_text(page, encoding="utf-8")
-    assert path.exists(), f"no recording for {name}: run pytest with --update-golden"
+    assert path.exists(), f"no recording for {name}: run python3 scripts/dev.py golden"
     assert page == path.read_text(encoding="utf-8")

@@ -25,6 +25,7 @@ def fit_on(job: Job, target: OnTarget) -> TargetFit:
     if not fit.spreads:
         return TargetFit(
             gpu=gpu.id,
+            gpu_name=gpu.name,
             count=target.count,
             fits=False,
             per_gpu_gb=0.0,
@@ -50,6 +51,7 @@ def fit_on(job: Job, target: OnTarget) -> TargetFit:
         )
     return TargetFit(
         gpu=gpu.id,
+        gpu_name=gpu.name,
         count=target.count,
         fits=fit.fits,
         per_gpu_gb=gb(fit.least),

@@ -226,6 +226,7 @@ class TargetFit(ResponseModel):
     """Whether the job runs on `constraints.target_hardware`, and ways to make it run."""
 
     gpu: str = Field(description="KB gpu id of the target")
+    gpu_name: str | None = Field(None, description="the target GPU's name")
     count: int = Field(description="number of target GPUs")
     fits: bool = Field(
         description="the requested method and precision fit each GPU's memory less the headroom kept free"

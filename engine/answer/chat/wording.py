@@ -6,8 +6,19 @@ Rendering only: every figure comes from the response; nothing is computed that i
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+from engine.models.compare import ComparedChoice, CompareResponse
 from engine.models.response import Recommendation, RecommendResponse
+
+Escape = Callable[[str], str]
+"""a format's escaping of text that came from a request or the KB: as running text, or as code"""
+
+
+def verbatim(text: str) -> str:
+    """No escaping: for plain-text places (a Slack header), where nothing is markup."""
+    return text
+
 
 ELLIPSIS = "…"
 _PARTIAL_ENTITY = re.compile(r"&[#a-zA-Z0-9]*$")
@@ -26,25 +37,42 @@ def clip(text: str, limit: int) -> str:
     return cut + ELLIPSIS
 
 
-def title(response: RecommendResponse) -> str:
-    """The message's heading: the best option, or that nothing meets every constraint."""
+def title(response: RecommendResponse, text: Escape) -> str:
+    """The message's heading: for a question about named hardware, that hardware and whether the job
+    fits it; else the best option, or that nothing meets every constraint."""
+    target = response.target_fit
+    if target is not None:
+        verdict = "the job fits" if target.fits else "the job does not fit as asked"
+        return f"GPU advice on {target.count} x {text(target.gpu_name or target.gpu)}: {verdict}"
     if response.recommendations:
-        return f"GPU advice: {gpus(response.recommendations[0])}"
+        return f"GPU advice: {gpus(response.recommendations[0], text)}"
     return "GPU advice: no option meets every constraint"
 
 
-def gpus(option: Recommendation) -> str:
+def compare_title(response: CompareResponse, text: Escape) -> str:
+    """A comparison's heading: the best choice, or that none runs within the constraints."""
+    if response.best is None:
+        return f"GPU comparison: none of the {len(response.choices)} choices runs within the constraints"
+    return f"GPU comparison: {choice_label(response.choices[response.best], text)} is best"
+
+
+def choice_label(choice: ComparedChoice, text: Escape) -> str:
+    how = f" ({choice.acquisition})" if choice.acquisition else ""
+    return f"{choice.count} x {text(choice.gpu_name)}{how}"
+
+
+def gpus(option: Recommendation, text: Escape) -> str:
     nodes = f" on {option.nodes} nodes" if option.nodes > 1 else ""
-    return f"{option.gpu_count} x {option.gpu_name}{nodes}"
+    return f"{option.gpu_count} x {text(option.gpu_name)}{nodes}"
 
 
-def how_to_get(option: Recommendation, code: str = "`") -> str:
+def how_to_get(option: Recommendation, code: Escape) -> str:
     """Buy (new, used, ...), rent (on-demand or spot, from which provider's instance), or owned.
-    Ids are set as code, so that an id's underscores are never read as emphasis."""
+    Ids are set as code (`code`), so that an id's underscores are never read as emphasis."""
     if option.acquisition == "rent":
         pricing = "spot" if option.pricing == "spot" else "on-demand"
-        instance = f" ({code}{option.instance_type}{code})" if option.instance_type else ""
-        return f"rent {pricing} from {code}{option.provider}{code}{instance}"
+        instance = f" ({code(option.instance_type)})" if option.instance_type else ""
+        return f"rent {pricing} from {code(option.provider or '')}{instance}"
     if option.acquisition == "owned":
         return "already owned"
     return f"buy ({option.price_kind.replace('_', ' ')})"
@@ -86,18 +114,19 @@ def cost(option: Recommendation) -> str:
     return "; ".join(parts)
 
 
-def plan(option: Recommendation) -> str:
+def plan(option: Recommendation, text: Escape) -> str:
     words = [option.method.replace("_", " "), option.precision, *option.parallelism]
     if option.tp_degree > 1:
         words.append(f"TP degree {option.tp_degree}")
     if option.offload and "offload" not in option.parallelism:
         words.append("offload")
-    return ", ".join(words) + f"; {option.platform} on {option.os_path}"
+    return text(", ".join(words) + f"; {option.platform} on {option.os_path}")
 
 
-def prices_line(response: RecommendResponse) -> str:
+def prices_line(response: RecommendResponse | CompareResponse) -> str:
     """The knowledge base's version and how old the prices are."""
-    oldest = f" · oldest price as of {response.oldest_price_as_of}" if response.oldest_price_as_of else ""
+    oldest_as_of = getattr(response, "oldest_price_as_of", None)
+    oldest = f" · oldest price as of {oldest_as_of}" if oldest_as_of else ""
     return f"kb {response.kb_version} · prices as of {response.prices_as_of}{oldest}"
 
 
