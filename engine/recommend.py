@@ -24,7 +24,7 @@ from engine.answer.chat.markdown import compare_markdown, markdown
 from engine.answer.chat.slack import compare_slack_message, slack_message
 from engine.answer.compare import compared
 from engine.answer.compare import summary as compare_summary
-from engine.answer.explain import trace
+from engine.answer.explain import outranked_words, trace
 from engine.answer.parts import (
     assumptions,
     citation_texts,
@@ -236,6 +236,7 @@ class Advisor:
         overruled = self.target_fit_rules if target_fit is not None and target_fit.fits else frozenset()
         oldest = min((d for _, d in price_dates(top)), default=None)
         best_on_target = None if target is None else target.best
+        providers = self.kb.providers
         return RecommendResponse(
             **self._envelope(
                 planned.reasoned,
@@ -257,7 +258,7 @@ class Advisor:
                 policy.role("budget"),
             ),
             recommendations=[
-                recommendation(i + 1, r, policy, outcome, job, cited, self.kb.providers)
+                recommendation(i + 1, r, policy, outcome, job, cited, providers, first_words(found, i))
                 for i, r in enumerate(top)
             ],
             rejected=rejected(search.rejections, search.candidates),
@@ -266,10 +267,11 @@ class Advisor:
         )
 
     def report(self, request: RecommendRequest) -> str:
-        """The procurement report (engine/answer/report.py): the answer to `request`, its charts
-        plotting every option the ranking keeps (up to MAX_TOP_K), its tables the `top_k` first."""
+        """The procurement report (engine/answer/report.py): the answer to `request` as it is, its
+        cost-time chart plotting every option the ranking keeps (up to MAX_TOP_K), those beyond the
+        `top_k` first listed on the page as plotted."""
         wide = self.recommend(request.model_copy(update={"top_k": MAX_TOP_K}))
-        return report_html(request, wide, self.rules_by_id, shown=request.top_k)
+        return report_html(request, self.recommend(request), self.rules_by_id, plotted=wide.recommendations)
 
     def compare(self, body: CompareRequest) -> CompareResponse:
         """Each hardware choice of `body` planned for its request, side by side: the rules run once,
@@ -348,6 +350,12 @@ class Advisor:
 
 
 TARGET_FITS = "hardware.target_fits"
+
+
+def first_words(found: Found, index: int) -> str:
+    """Why the option at `index` ranks above a faster, cheaper one that follows it ("" when none does)."""
+    beaten = found.outranked.get(index)
+    return "" if beaten is None else outranked_words(*beaten)
 
 
 def with_an_assumed_desktop(request: RecommendRequest) -> RecommendRequest:

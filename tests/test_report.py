@@ -4,6 +4,7 @@ written by `gpu-advisor report`. The browser test opens it in headless Chromium.
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 from pathlib import Path
@@ -190,3 +191,54 @@ def test_report_matches_the_recording(name: str, request: pytest.FixtureRequest)
         path.write_text(page, encoding="utf-8")
     assert path.exists(), f"no recording for {name}: run python3 scripts/dev.py golden"
     assert page == path.read_text(encoding="utf-8")
+
+
+PRETRAIN_1B_BUY = {
+    "workload": {"task": "pretrain", "params_b": 1, "training_tokens_b": 20},
+    "constraints": {"acquisition": "buy", "budget_usd": 40000},
+}
+"""issue 25's second page: its only Pareto point was unlabelled, its chart plotted another cost"""
+
+
+def page_problems(page: str) -> list[str]:
+    """What on the page refers to an option its tables do not show: a rank (`#N`) in any text or chart
+    that no table row has, a chart's option label (`#N k x gpu (where)`) whose GPU count or provider
+    differs from that row's, and a dollar figure in the summary's first sentence (about #1) that
+    neither #1's table row nor its why gives."""
+    page = re.sub(r"<style>.*?</style>", "", page, flags=re.DOTALL)
+    tables = re.findall(r"<table.*?</table>", page, flags=re.DOTALL)
+    rows = {
+        int(rank): cells
+        for table in tables
+        if "<th>#</th>" in table
+        for rank, cells in re.findall(r"<tr><td>(\d+)</td>(.*?)</tr>", table, flags=re.DOTALL)
+    }
+    text = html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<table.*?</table>", " ", page, flags=re.DOTALL)))
+    problems = [f"#{n} is named but in no table" for n in re.findall(r"#(\d+)\b", text) if int(n) not in rows]
+    for rank, count, where in re.findall(r"#(\d+) (\d+) x [\w.-]+ \(([^)]*)\)", text):
+        cells = html.unescape(rows.get(int(rank), ""))
+        if f"<td>{count} x " not in cells or where not in cells:
+            problems.append(f"the chart's #{rank} ({count} GPUs, {where}) is not that table row")
+    summary = html.unescape(re.search(r'<p class="summary">(.*?)</p>', page, flags=re.DOTALL).group(1))
+    why = re.search(r"<p><strong>#1\.</strong>(.*?)</p>", page, flags=re.DOTALL)
+    first = html.unescape(rows.get(1, "") + (why.group(1) if why else ""))
+    for figure in re.findall(r"\$[\d,]+(?:\.\d+)?", summary.split(". Next:")[0]):
+        if figure not in first:
+            problems.append(f"the summary's {figure} is in neither #1's row nor its why")
+    return problems
+
+
+@pytest.mark.parametrize(
+    "body", [SERVE_70B, PRETRAIN_1B_BUY, TRAIN], ids=["serve-70b", "pretrain-1b-buy", "lora"]
+)
+def test_every_option_and_figure_on_the_page_is_in_its_tables(
+    advisor: Advisor, body: dict[str, object]
+) -> None:
+    page = _report(advisor, body)
+    assert page.count("<svg") >= 2  # a page with bought options only has no buy-or-rent chart
+    assert page_problems(page) == []
+
+
+def test_the_page_check_finds_an_option_the_tables_do_not_show(advisor: Advisor) -> None:
+    page = _report(advisor, SERVE_70B).replace("</body>", "<p>Compare #99.</p></body>")
+    assert page_problems(page) == ["#99 is named but in no table"]

@@ -35,14 +35,15 @@ def option_label(rec: Recommendation) -> str:
 
 
 def cost_time_points(answer: RecommendResponse, months: float) -> tuple[list[Point], str, str]:
-    """Each option's (time, cost), and the axis titles: training runs by hours and run cost (else the
-    horizon cost); serving by milliseconds per token and cost per month."""
+    """Each option's (time, cost), and the axis titles: training runs by hours and the cost the ranking
+    weighs (`horizon_cost_usd`: the run, a purchase paying its whole price, or the stated use over the
+    horizon; docs/ranking.md's C); serving by milliseconds per token and cost per month."""
     training = answer.requirements.method != "inference"
     points: list[Point] = []
     for rec in answer.recommendations:
         if training:
             hours = rec.throughput.training_hours
-            cost = rec.cost.run_cost_usd if rec.cost.run_cost_usd is not None else rec.cost.horizon_cost_usd
+            cost = rec.cost.horizon_cost_usd
             if hours is None:
                 continue
             points.append(Point(option_label(rec), hours, cost, rec.acquisition, rec.rank))
@@ -54,7 +55,7 @@ def cost_time_points(answer: RecommendResponse, months: float) -> tuple[list[Poi
                 )
             )
     if training:
-        return points, "training run, hours", "run cost, USD"
+        return points, "training run, hours", "cost as ranked, USD (a purchase pays its whole price)"
     return points, "time per generated token, ms", "cost per month, USD (capex spread over the horizon)"
 
 

@@ -24,9 +24,18 @@ from engine.answer.chart_data import (
     option_label,
     pareto_front,
 )
-from engine.models.response import RecommendResponse
+from engine.models.response import Recommendation, RecommendResponse
 
 WIDTH = 560
+LINE_BREAK = "|"
+LINES = f"split(datum.label, '{LINE_BREAK}')"
+"""a Vega label expression drawing a label's parts as lines"""
+
+
+def wrapped_label(rec: Recommendation) -> str:
+    """`option_label` in two lines: the rank and GPUs, then where they come from."""
+    where = rec.provider or rec.acquisition
+    return f"#{rec.rank} {rec.gpu_count} x {rec.gpu}{LINE_BREAK}({where})"
 
 
 def _data(values: list[dict[str, Any]]) -> Any:
@@ -35,9 +44,9 @@ def _data(values: list[dict[str, Any]]) -> Any:
 
 
 def cost_time_chart(answer: RecommendResponse, months: float, labelled: int = 5) -> dict[str, Any] | None:
-    """The chart; the `labelled` best-ranked options carry their rank beside their point, as the
-    report's table numbers them (whole names overprint each other where the front is crowded; the
-    tooltip has them)."""
+    """The chart; the `labelled` best-ranked options and every option on the Pareto front carry their
+    rank beside their point, as the report's tables number them (whole names overprint each other
+    where the front is crowded; the tooltip has them)."""
     points, x_title, y_title = cost_time_points(answer, months)
     if not points:
         return None
@@ -49,7 +58,7 @@ def cost_time_chart(answer: RecommendResponse, months: float, labelled: int = 5)
             "cost": p.cost,
             "acquisition": p.acquisition,
             "pareto": p.label in front,
-            "named": 0 < p.rank <= labelled,
+            "named": 0 < p.rank <= labelled or p.label in front,
             "rank": f"#{p.rank}",
         }
         for p in points
@@ -118,10 +127,10 @@ def memory_chart(answer: RecommendResponse) -> dict[str, Any] | None:
     rows: list[dict[str, Any]] = []
     capacity: list[dict[str, Any]] = []
     for rec in answer.recommendations:
-        label = option_label(rec)
+        label, name_in_full = wrapped_label(rec), option_label(rec)
         memory = rec.memory.model_dump()
         rows += [
-            {"option": label, "part": name, "gb": memory[key]}
+            {"option": label, "name": name_in_full, "part": name, "gb": memory[key]}
             for name, key in MEMORY_PARTS
             if memory[key] > 0
         ]
@@ -132,10 +141,11 @@ def memory_chart(answer: RecommendResponse) -> dict[str, Any] | None:
         alt.Chart(_data(rows))
         .mark_bar()
         .encode(
-            y=alt.Y("option:N", title=None, sort=None),
+            # each label on two lines, whole (Vega draws an array as lines; a cut label is unreadable)
+            y=alt.Y("option:N", title=None, sort=None, axis=alt.Axis(labelExpr=LINES, labelLimit=0)),
             x=alt.X("gb:Q", title="GB per GPU", stack="zero"),
             color=alt.Color("part:N", title="held by", sort=[name for name, _ in MEMORY_PARTS]),
-            tooltip=["option:N", "part:N", "gb:Q"],
+            tooltip=["name:N", "part:N", "gb:Q"],
         )
     )
     ticks = (
@@ -153,12 +163,12 @@ def report_specs(
     answer: RecommendResponse, months: float, shown: int
 ) -> list[tuple[str, dict[str, Any] | None]]:
     """The report's three charts by name: every option the answer ranks on the cost-time chart (the
-    `shown` first labelled), the `shown` first on the memory chart; None for a chart with nothing to
-    plot."""
+    `shown` first labelled, and the Pareto front), the `shown` first on the break-even and memory
+    charts (the page's table); None for a chart with nothing to plot."""
     top = answer.model_copy(update={"recommendations": answer.recommendations[:shown]})
     return [
         ("cost-time", cost_time_chart(answer, months, labelled=shown)),
-        ("break-even", break_even_chart(answer, months)),
+        ("break-even", break_even_chart(top, months)),
         ("memory", memory_chart(top)),
     ]
 

@@ -8,6 +8,7 @@ from engine.models.response import TraceStep
 from engine.models.rule import Citation, Rule
 from engine.planning.economics import Costs
 from engine.planning.planner import Candidate
+from engine.planning.ranking import Outranked, Ranked
 from engine.planning.workload import Job
 from engine.reasoning.policy import Policy
 from engine.reasoning.refengine import Outcome
@@ -296,3 +297,24 @@ def reasons(candidate: Candidate, policy: Policy, job: Job) -> list[str]:
 
 def workload_words(job: Job) -> str:
     return f"{TASK_WORDS[job.task]} a {job.params / 1e9:.4g}B-parameter model"
+
+
+def outranked_words(found: Outranked, other: Ranked) -> str:
+    """Why an option ranks above one that is both faster and cheaper (planning's `Outranked`): the
+    factors of the objective that put it first, and by how much (docs/ranking.md)."""
+    reasons = []
+    if found.fewer_gpus:
+        reasons.append(
+            "it takes fewer GPUs or nodes, and the balanced objective asks each doubling of the GPU count "
+            "to save a quarter of the cost and each extra node a third"
+        )
+    if found.preferred_by:
+        reasons.append(f"the rules' preferences weigh for it ({', '.join(found.preferred_by)})")
+    if found.slack:
+        reasons.append("the other leaves less slack before the deadline")
+    because = "; ".join(reasons) or "on a tie the simpler option comes first"
+    cheaper = f"{found.cheaper:.0%} cheaper" if found.cheaper >= 0.005 else "slightly cheaper"
+    return (
+        f"It ranks above {hardware(other.candidate)}, which is faster and {cheaper}, "
+        f"because {because}: the other's measure is {found.margin:.0%} higher."
+    )

@@ -47,9 +47,11 @@ def recommendation(
     job: Job,
     cited: Mapping[int, tuple[str, ...]],
     providers: Mapping[str, Provider],
+    ranked_first: str = "",
 ) -> Recommendation:
     """One ranked candidate as the answer shows it; `cited` is `step_citations` of the request;
-    `providers` (the KB's) name the clouds in a rented option's launch specs."""
+    `providers` (the KB's) name the clouds in a rented option's launch specs; `ranked_first` says why
+    it ranks above a faster, cheaper option, when one follows it."""
     c = ranked.candidate
     option, layout, memory = c.option, c.spec.layout, c.memory
     steps = relevant_steps(c, policy, outcome)
@@ -88,7 +90,7 @@ def recommendation(
         ),
         throughput=throughput_of(c),
         cost=cost_of(c),
-        why=why(c, policy, reasons(c, policy, job)),
+        why=why(c, policy, [*reasons(c, policy, job), *([ranked_first] if ranked_first else [])]),
         trace_steps=steps,
         citations=citations,
         price_as_of=_iso(option.price_as_of),
@@ -186,6 +188,46 @@ def warnings(job: Job, policy: Policy, *, overruled: frozenset[str] = frozenset(
 
 
 REPLACED_CONVENTIONS = frozenset({"mfu", "decode_bandwidth_efficiency", "inference_overhead_fraction"})
+OPTIMIZER_STATE_CONVENTIONS = {
+    "adam_state_bytes": ("adamw", "adam"),
+    "adam_8bit_state_bytes": ("adamw_8bit",),
+    "sgd_momentum_state_bytes": ("sgd_momentum",),
+    "adafactor_state_bytes": ("adafactor",),
+}
+"""each optimizer's state convention, and the optimizers that use it"""
+TRAINING_CONVENTIONS = frozenset(
+    {
+        "gradient_bytes",
+        "master_weight_bytes",
+        "training_flops_per_param_token",
+        "full_recompute_flops_per_param_token",
+        "logits_bytes_per_value",
+        "qlora_lora_rank",
+        *OPTIMIZER_STATE_CONVENTIONS,
+    }
+)
+"""conventions only a training run's sizing reads"""
+SERVING_CONVENTIONS = frozenset({"gpu_memory_utilization", "kv_block_size", "serving_headroom"})
+"""conventions only serving's sizing reads"""
+
+
+def conventions_used(job: Job) -> list[str]:
+    """The sizing conventions the job's figures rest on: a served model's answer does not list the
+    optimizer's bytes, nor a training run's the serving engine's block size; of the optimizers' state
+    conventions only the job's own, and the QLoRA rank only for QLoRA."""
+    serving = job.task == "inference"
+    skipped = TRAINING_CONVENTIONS if serving else SERVING_CONVENTIONS
+    used = []
+    for convention in CONVENTIONS:
+        name = convention.name
+        if name in REPLACED_CONVENTIONS or name in skipped:
+            continue
+        if name in OPTIMIZER_STATE_CONVENTIONS and job.optimizer not in OPTIMIZER_STATE_CONVENTIONS[name]:
+            continue
+        if name == "qlora_lora_rank" and job.task != "qlora":
+            continue
+        used.append(name)
+    return used
 
 
 def assumptions(job: Job, policy: Policy, filled_in: Mapping[str, float | str]) -> dict[str, float | str]:
@@ -193,13 +235,13 @@ def assumptions(job: Job, policy: Policy, filled_in: Mapping[str, float | str]) 
     needs the request left open). The sizing's defaults are listed less those the plans replace: the
     share of peak FLOPS and of bandwidth come from the training stack and the serving engine, and
     serving memory from the engine's budget rather than 1.2 x the weights."""
-    found: dict[str, float | str] = {
-        c.name: c.value for c in CONVENTIONS if c.name not in REPLACED_CONVENTIONS
-    }
-    found["gradient_bytes"] = HF_GRADIENT_BYTES
-    found["training_bytes_per_param"] = model_state_bytes_per_param(
-        job.optimizer, gradient_bytes=HF_GRADIENT_BYTES
-    )
+    values = {c.name: c.value for c in CONVENTIONS}
+    found: dict[str, float | str] = {name: values[name] for name in conventions_used(job)}
+    if job.task != "inference":
+        found["gradient_bytes"] = HF_GRADIENT_BYTES
+        found["training_bytes_per_param"] = model_state_bytes_per_param(
+            job.optimizer, gradient_bytes=HF_GRADIENT_BYTES
+        )
     headroom = policy.facts.get("plan.memory_headroom_pct", 0)
     found["memory_headroom_pct"] = float(headroom) if isinstance(headroom, int | float) else 0.0
     found["architecture"] = job.architecture_source

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from engine.answer.chart_data import break_even
+from engine.answer.chart_data import break_even, cost_time_points
 from engine.answer.explain import money
 from engine.answer.svg_render import RENDERER
 from engine.knowledge.text import shown as escape_controls
@@ -49,13 +49,18 @@ def report_html(
     answer: RecommendResponse,
     rules: Mapping[str, Rule],
     *,
-    shown: int = 5,
+    plotted: Sequence[Recommendation] = (),
 ) -> str:
-    """The page for `answer` to `request`; `answer` may rank more options than the `shown` first,
-    which the cost-time chart plots all of."""
+    """The page for `answer` to `request`. Everything on it refers to the options the answer shows,
+    except the cost-time chart, which also plots the further options of `plotted` (the same ranking
+    with a larger `top_k`): those are listed in a table of their own, so every rank the page names
+    is in one of its tables."""
     months = request.constraints.horizon_months
-    top = answer.recommendations[:shown]
-    charts = RENDERER.draw(answer, months, shown)
+    top = answer.recommendations
+    shown = len(top)
+    further = [rec for rec in plotted if rec.rank > shown]
+    plotted_answer = answer.model_copy(update={"recommendations": [*top, *further]})
+    charts = RENDERER.draw(plotted_answer, months, shown)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -75,6 +80,7 @@ def report_html(
         _relaxation(answer),
         '<section class="charts"><h2>Charts</h2>',
         *[_figure(name, drawn, answer, months) for name, drawn in charts],
+        _further_table(plotted_answer, months, shown),
         "</section>",
         '<section class="trace"><h2>How the rules decided</h2>',
         _trace(answer, rules),
@@ -112,32 +118,78 @@ def _money(value: float | None) -> str:
 
 
 def _options_table(recs: Sequence[Recommendation]) -> str:
+    """The options shown, one row each; the run's share only when some option runs a job of a size
+    (a training run), not for a service."""
+    runs = any(rec.cost.run_cost_usd is not None for rec in recs)
     head = (
         "<tr><th>#</th><th>GPUs</th><th>how</th><th>plan</th><th>GB per GPU</th><th>tokens/s</th>"
-        "<th>capex</th><th>per month</th><th>run</th><th>over the horizon</th><th>prices as of</th></tr>"
+        "<th>capex</th><th>per hour</th><th>running, per month</th>"
+        + ("<th>the run's share</th>" if runs else "")
+        + "<th>over the horizon</th><th>prices as of</th></tr>"
     )
     rows = []
     for rec in recs:
-        how = (
-            rec.acquisition
-            if rec.provider is None
-            else f"{rec.acquisition} ({rec.provider} {rec.instance_type})"
-        )
         plan = " + ".join([rec.method, rec.precision, *rec.parallelism])
-        capex = _money(rec.cost.capex_usd)
-        low, high = rec.cost.capex_low_usd, rec.cost.capex_high_usd
-        if low is not None and high is not None and low != high:
-            capex += f" ({_money(low)} to {_money(high)})"
+        run = f"<td class=num>{_money(rec.cost.run_cost_usd)}</td>" if runs else ""
         rows.append(
-            f"<tr><td>{rec.rank}</td><td>{rec.gpu_count} x {_html(rec.gpu_name)}</td><td>{_html(how)}</td>"
+            f"<tr><td>{rec.rank}</td><td>{_gpus(rec)}</td><td>{_html(_how(rec))}</td>"
             f"<td>{_html(plan)}</td><td class=num>{rec.memory.per_gpu_gb:.1f} / {rec.vram_per_gpu_gb:g}</td>"
-            f"<td class=num>{rec.throughput.tokens_per_s:,.0f}</td><td class=num>{capex}</td>"
-            f"<td class=num>{_money(rec.cost.monthly_usd)}</td>"
-            f"<td class=num>{_money(rec.cost.run_cost_usd)}</td>"
+            f"<td class=num>{rec.throughput.tokens_per_s:,.0f}</td><td class=num>{_capex(rec)}</td>"
+            f"<td class=num>{_hourly(rec)}</td><td class=num>{_money(rec.cost.monthly_usd)}</td>{run}"
             f"<td class=num>{_money(rec.cost.horizon_cost_usd)}</td>"
             f"<td>{_html(rec.price_as_of or 'owned')}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _capex(rec: Recommendation) -> str:
+    """What buying costs up front; nothing for a rental or hardware already owned."""
+    if rec.acquisition != "buy":
+        return "-"
+    capex = _money(rec.cost.capex_usd)
+    low, high = rec.cost.capex_low_usd, rec.cost.capex_high_usd
+    if low is not None and high is not None and low != high:
+        capex += f" ({_money(low)} to {_money(high)})"
+    return capex
+
+
+def _hourly(rec: Recommendation) -> str:
+    """What an hour costs: the rental's price, or owned hardware's power; a purchase is paid up front."""
+    if rec.acquisition == "buy":
+        return "-"
+    figure = money(rec.cost.hourly_usd) if rec.cost.hourly_usd >= 100 else f"${rec.cost.hourly_usd:,.2f}"
+    return figure + (" power" if rec.acquisition == "owned" else "")
+
+
+def _further_table(plotted: RecommendResponse, months: float, shown: int) -> str:
+    """The options the cost-time chart plots beyond the table above, by rank, with the two figures
+    the chart plots them by (chart_data.cost_time_points, as the chart reads them)."""
+    points, time_title, cost_title = cost_time_points(plotted, months)
+    by_rank = {rec.rank: rec for rec in plotted.recommendations}
+    rows = [
+        f"<tr><td>{p.rank}</td><td>{_gpus(by_rank[p.rank])}</td><td>{_html(_how(by_rank[p.rank]))}</td>"
+        f"<td class=num>{p.time:,.1f}</td><td class=num>{money(p.cost)}</td></tr>"
+        for p in sorted(points, key=lambda p: p.rank)
+        if p.rank > shown
+    ]
+    if not rows:
+        return ""
+    titles = f"<th>{_html(time_title)}</th><th>{_html(cost_title)}</th>"
+    head = f"<tr><th>#</th><th>GPUs</th><th>how</th>{titles}</tr>"
+    return (
+        "<p>Also on the cost-time chart: the options ranked after those above.</p>"
+        f'<table class="further">{head}{"".join(rows)}</table>'
+    )
+
+
+def _gpus(rec: Recommendation) -> str:
+    return f"{rec.gpu_count} x {_html(rec.gpu_name)}"
+
+
+def _how(rec: Recommendation) -> str:
+    return (
+        rec.acquisition if rec.provider is None else f"{rec.acquisition} ({rec.provider} {rec.instance_type})"
+    )
 
 
 def _why(rec: Recommendation) -> str:

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.models.compare import Choice
-from engine.models.request import RecommendRequest
+from engine.models.request import MAX_TOP_K, RecommendRequest
 from engine.models.response import Requirements
 from engine.planning.candidates import Context
 from engine.planning.on_hardware import Judged, OnTarget, judge, on_target, ranked_choices
 from engine.planning.planner import Planner
-from engine.planning.ranking import Ranked, measure, rank
+from engine.planning.ranking import Outranked, Ranked, measure, outranked, rank
 from engine.planning.requirements import requirements, workload_assumptions
 from engine.planning.search import Search, Searcher, as_asked
 from engine.planning.way_out import WayOut, find_way_out
@@ -38,6 +38,9 @@ class Found:
 
     search: Search
     top: list[Ranked]
+    outranked: dict[int, tuple[Outranked, Ranked]]
+    """by index in `top`: a faster, cheaper option ranked after it (among the first MAX_TOP_K, what a
+    report plots), and why this one ranks first"""
     target: OnTarget | None
     way_out: WayOut | None
     needs: Needs
@@ -63,10 +66,14 @@ def find(searcher: Searcher, every_plan: Planner, ctx: Context, request: Recomme
         search = searcher.search(planner, ctx, request.constraints.gpu_count)
     ranked = rank(as_asked(search.candidates), request.objective, planner.per_user_tps)
     top = ranked[: request.top_k]
+    plotted = ranked[:MAX_TOP_K]
+    beaten = {
+        o.above: (o, plotted[o.below]) for o in outranked(plotted, request.objective) if o.above < len(top)
+    }
     target = on_target(searcher, planner, ctx, request, ranked, search.rejections)
     way_out = None if top else find_way_out(planner, search, request.objective, measure)
     needs = needs_of(planner, planned_precision(top, planner), planned_checkpointing(top, planner.job))
-    return Found(search, top, target, way_out, needs)
+    return Found(search, top, beaten, target, way_out, needs)
 
 
 def find_choices(

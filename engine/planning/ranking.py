@@ -150,3 +150,58 @@ def rank(candidates: Sequence[Candidate], objective: str, floor: float | None = 
             score = best / value if 0 < value < inf else 1.0 if value == best else 0.0
             unique.append(Ranked(round(score, 6), candidate, value))
     return unique
+
+
+@dataclass(frozen=True)
+class Outranked:
+    """An option ranked above one that is both faster and cheaper (as the report's cost-time chart
+    plots them), and what put it first: the factors of the objective's measure that favour it."""
+
+    above: int
+    """its index in the ranking"""
+    below: int
+    """the index of the faster, cheaper option ranked after it"""
+    margin: float
+    """how much higher the lower option's measure is (0.07: 7%)"""
+    cheaper: float
+    """how much less the lower option costs (0.12: 12%)"""
+    fewer_gpus: bool
+    """balanced: the first takes fewer GPUs or nodes, each doubling of which must save a quarter"""
+    preferred_by: tuple[str, ...]
+    """when the rules' preferences favour the first: those that weigh one of the two and not the other"""
+    slack: bool
+    """balanced training: the other leaves less slack before the deadline"""
+
+
+def outranked(ranked: Sequence[Ranked], objective: str) -> list[Outranked]:
+    """For each option, the first one ranked after it that is both faster and cheaper, if any, with
+    the reasons the ranking put it first (docs/ranking.md)."""
+    found = []
+    for i, first in enumerate(ranked):
+        a = first.candidate
+        j = next(
+            (j for j in range(i + 1, len(ranked)) if _faster_and_cheaper(ranked[j].candidate, a)),
+            None,
+        )
+        if j is not None:
+            found.append(_why_first(i, j, first, ranked[j], objective))
+    return found
+
+
+def _faster_and_cheaper(b: Candidate, a: Candidate) -> bool:
+    return wall_clock(b) < wall_clock(a) and cost(b) < cost(a)
+
+
+def _why_first(i: int, j: int, first: Ranked, second: Ranked, objective: str) -> Outranked:
+    a, b = first.candidate, second.candidate
+    balanced = objective == "balanced"
+    favoured = a.preference > b.preference
+    return Outranked(
+        above=i,
+        below=j,
+        margin=second.measure / first.measure - 1 if first.measure > 0 else 0.0,
+        cheaper=1 - cost(b) / cost(a) if cost(a) > 0 else 0.0,
+        fewer_gpus=balanced and complexity(a) < complexity(b),
+        preferred_by=tuple(sorted(set(a.preferred_by) ^ set(b.preferred_by))) if favoured else (),
+        slack=balanced and slack_factor(a) < slack_factor(b),
+    )
