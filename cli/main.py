@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -81,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     by a function of its own."""
     parser = argparse.ArgumentParser(prog="gpu-advisor", description="What should we run this on?")
     commands = parser.add_subparsers(title="commands")
-    for add in (_serve_command, _recommend_command, _report_command, _compare_command):
+    for add in (_serve_command, _mcp_command, _recommend_command, _report_command, _compare_command):
         add(commands)
     kb = commands.add_parser("kb", help="knowledge-base tools").add_subparsers(title="kb commands")
     for add in (
@@ -122,6 +123,29 @@ def _serve_command(commands: Commands) -> None:
     _kb_option(serve)
     _rules_option(serve)
     serve.set_defaults(handler=_serve)
+
+
+def _mcp_command(commands: Commands) -> None:
+    """gpu-advisor mcp: the answers as tools for chat agents (api/mcp_server.py)."""
+    what = (
+        "Serve recommend, compare, explain_rule and list_models as Model Context Protocol tools a chat "
+        "agent calls: over stdio (the default; an MCP client starts this command) or streamable HTTP at "
+        "http://HOST:PORT/mcp."
+    )
+    mcp = commands.add_parser("mcp", help="serve the answers as MCP tools for chat agents", description=what)
+    mcp.add_argument(
+        "--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable http"
+    )
+    mcp.add_argument("--host", default="127.0.0.1", help="with --transport http (default 127.0.0.1)")
+    mcp.add_argument(
+        "--port",
+        type=_whole_number(1, 65535),
+        default=8001,
+        help="with --transport http: 1 to 65535 (default 8001)",
+    )
+    _kb_option(mcp)
+    _rules_option(mcp)
+    mcp.set_defaults(handler=_mcp)
 
 
 def _recommend_command(commands: Commands) -> None:
@@ -572,6 +596,36 @@ def _serve(args: argparse.Namespace) -> int:
         uvicorn.run("api.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
     finally:
         shutil.rmtree(generations.folder, ignore_errors=True)
+    return EXIT_OK
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    """The MCP server over the checked KB; refused, with the KB's problems, as `serve` is. Everything
+    it says goes to stderr: over stdio, stdout is the protocol's."""
+    try:
+        advisor = load_advisor(
+            args.kb or paths.kb_dir(), args.rules or paths.rules_dir(), paths.data_dir(), date.today()
+        )
+    except KBInvalid as exc:
+        with contextlib.redirect_stdout(sys.stderr):
+            _print_problems(exc.problems)
+        print("gpu-advisor: not starting: the knowledge base or rules have problems", file=sys.stderr)
+        return EXIT_PROBLEMS
+    # the SDK is imported only now: it would cost every other command a second
+    if args.transport == "stdio":
+        from api.mcp_server import serve_stdio
+
+        serve_stdio(advisor)
+        return EXIT_OK
+    from api.listen import why_not_listening
+
+    if problem := why_not_listening(args.host, args.port):
+        where = f"{args.host}:{args.port}"
+        print(f"gpu-advisor: not starting: cannot listen on {where}: {problem}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    from api.mcp_server import serve_http
+
+    serve_http(advisor, args.host, args.port)
     return EXIT_OK
 
 
