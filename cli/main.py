@@ -466,8 +466,9 @@ def _recommend(args: argparse.Namespace) -> int:
     def show(response: RecommendResponse) -> int:
         if args.launch:
             text, why = launch_spec(response, args.launch)
-            if text is None:
+            if why:  # why there is no spec, or which better options the tool cannot launch
                 print(f"gpu-advisor: {why}", file=sys.stderr)
+            if text is None:
                 return EXIT_PROBLEMS
             print(text, end="")
             return EXIT_OK

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
+from cli.launch import launch_spec
 from cli.main import EXIT_OK, EXIT_PROBLEMS, main
 from engine.answer.launch import _dump, launch
 from engine.knowledge.kb import KB
@@ -275,9 +276,105 @@ def test_every_skypilot_name_is_one_skypilot_uses_for_that_gpu(kb: KB) -> None:
             assert gpu.skypilot_name in names, gpu.id
 
 
+SKYPILOT_CLOUDS = frozenset(
+    (
+        "aws",
+        "azure",
+        "gcp",
+        "ibm",
+        "lambda",
+        "scp",
+        "oci",
+        "kubernetes",
+        "runpod",
+        "vast",
+        "vsphere",
+        "cudo",
+        "fluidstack",
+        "paperspace",
+        "primeintellect",
+        "do",
+        "nebius",
+        "ssh",
+        "slurm",
+        "hyperbolic",
+        "seeweb",
+        "shadeform",
+        "yotta",
+        "mithril",
+        "verda",
+    )
+)
+"""SkyPilot 0.14.1's sky/skylet/constants.py ALL_CLOUDS: what a task YAML's `cloud:` accepts (its schema,
+sky/utils/schemas.py, rejects anything else: "'hyperstack' is not one of ['aws', ...]")"""
+DSTACK_BACKENDS = frozenset(
+    (
+        "amddevcloud",
+        "aws",
+        "azure",
+        "cloudrift",
+        "crusoe",
+        "cudo",
+        "datacrunch",
+        "daytona",
+        "digitalocean",
+        "dstack",
+        "gcp",
+        "hotaisle",
+        "jarvislabs",
+        "kubernetes",
+        "lambda",
+        "lium",
+        "remote",
+        "nebius",
+        "oci",
+        "runpod",
+        "seeweb",
+        "tensordock",
+        "vastai",
+        "verda",
+        "vultr",
+        "slurm",
+    )
+)
+"""dstack 0.22.5's BackendType (dstack/_internal/core/models/backends/base.py): what `backends:` accepts"""
+
+
+def test_every_launch_name_is_one_the_tool_accepts(kb: KB) -> None:
+    """The KB's cloud names are the tools' own (kb/providers cite the versions): a name taken from
+    SkyPilot's catalog folders once gave hyperstack, jarvislabs and lium specs SkyPilot rejects."""
+    for provider in kb.providers.values():
+        assert provider.skypilot_cloud is None or provider.skypilot_cloud in SKYPILOT_CLOUDS, provider.id
+        assert provider.dstack_backend is None or provider.dstack_backend in DSTACK_BACKENDS, provider.id
+    assert {p.id for p in kb.providers.values() if p.catalog_name and p.skypilot_cloud is None} == {
+        "hyperstack",
+        "jarvislabs",
+        "lium",
+    }
+
+
+def test_launch_picks_the_best_option_the_tool_can_launch_and_names_those_skipped(advisor: Advisor) -> None:
+    response = answer(
+        advisor,
+        {"workload": {"task": "inference", "model": "llama-3-1-8b"}, "constraints": {"acquisition": "rent"}},
+    )
+    first, second = [r for r in rented(response) if r.launch and r.launch.skypilot][:2]
+    assert first.launch is not None and second.launch is not None
+    unlaunchable = first.launch.model_copy(
+        update={"skypilot": None, "unavailable": {"skypilot": "SkyPilot does not support X as a cloud"}}
+    )
+    edited = [first.model_copy(update={"launch": unlaunchable}), second]
+    text, note = launch_spec(response.model_copy(update={"recommendations": edited}), "skypilot")
+    assert text == second.launch.skypilot
+    assert note == (
+        f"skipped #{first.rank} ({first.gpu_count} x {first.gpu} on {first.provider}: SkyPilot does not "
+        f"support X as a cloud); launching #{second.rank}"
+    )
+
+
 def test_every_rented_gpu_and_catalog_cloud_has_skypilot_names(kb: KB) -> None:
     for provider in kb.providers.values():
-        if provider.catalog_name is not None:  # the snapshot is SkyPilot's catalog: the cloud is SkyPilot's
+        if provider.catalog_name is not None and provider.skypilot_cloud is not None:
             assert provider.skypilot_cloud == provider.catalog_name, provider.id
     for offer in kb.offers.values():
         if kb.providers[offer.provider].skypilot_cloud is not None:
