@@ -162,7 +162,7 @@ formats and the reports"""
 def golden() -> None:
     """Rewrite every recording from the current code, then show which changed: the diff is the review."""
     _run(BIN / "python", "-m", "pytest", "-q", "--update-golden", *GOLDEN_TESTS)
-    _run("git", "status", "--short", "tests/golden")
+    _run("git", "status", "--short", "tests/golden", "tests/golden_compare")
 
 
 def lock(*options: str) -> None:
