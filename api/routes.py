@@ -10,7 +10,8 @@ CPU-bound answers would make each slower and bound nothing; on 2 cores `/recomme
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Response
@@ -22,6 +23,7 @@ from api.openapi import COMPARE_EXAMPLES, RECOMMEND_EXAMPLES
 from engine.models.chat import AnswerFormat, SlackMessage
 from engine.models.compare import CompareRequest, CompareResponse
 from engine.models.kb import Gpu, Host, Model, Offer, Provider
+from engine.models.lean import CompareResponseV2, RecommendResponseV2
 from engine.models.request import RecommendRequest
 from engine.models.response import RecommendResponse
 from engine.models.service import RuleDetail, RuleSummary
@@ -30,6 +32,7 @@ from engine.recommend import (
     Advisor,
     compare_markdown,
     compare_slack_message,
+    lean_json,
     markdown,
     rule_detail,
     rule_summary,
@@ -75,93 +78,129 @@ async def engine_queue(request: Request) -> Admission:
 EngineQueue = Annotated[Admission, Depends(engine_queue)]
 
 
-@router.post(
-    "/recommend",
-    response_model=RecommendResponse | SlackMessage,
-    responses={
-        200: {
-            "description": "the answer: JSON by default; a Slack Block Kit message with `format=slack`; "
-            "Markdown with `format=markdown`",
-            "content": {"text/markdown": {"schema": {"type": "string"}}},
-        },
-        **REQUEST_ERRORS,
-    },
-    tags=["recommend"],
-)
-async def recommend(
-    body: Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)],
-    advisor: CurrentAdvisor,
-    queue: EngineQueue,
-    answer_format: Annotated[
-        AnswerFormat,
-        Query(
-            alias="format",
-            description="json (the default): the RecommendResponse; slack: a Slack Block Kit message "
-            "(`text` and `blocks`); markdown: the answer as Markdown (text/markdown)",
-        ),
-    ] = "json",
-) -> Response:
-    """Ranked hardware recommendations for one workload, each with its memory per GPU, speed, cost
-    and a traced justification. A request no option can satisfy is a 200 with `feasible: false`,
-    the reason in `summary`, and in `relaxation` the constraint whose relaxing helps."""
-
-    def answer() -> Response:
-        found = advisor.recommend(body)
-        if answer_format == "slack":
-            return JSONResponse(slack_message(found))
-        if answer_format == "markdown":
-            return Response(content=markdown(found), media_type="text/markdown")
-        # The engine built the response model, so it is valid: serialize it straight to JSON rather
-        # than have the framework validate it again and encode it through the json module.
-        return Response(content=found.model_dump_json(), media_type="application/json")
-
-    return await queue.run(answer)
-
-
 FORMAT_DESCRIPTION = (
     "json (the default): the answer's JSON body; slack: a Slack Block Kit message (`text` and "
     "`blocks`); markdown: the answer as Markdown (text/markdown)"
 )
+Format = Annotated[AnswerFormat, Query(alias="format", description=FORMAT_DESCRIPTION)]
+RecommendBody = Annotated[RecommendRequest, Body(openapi_examples=RECOMMEND_EXAMPLES)]
+CompareBody = Annotated[CompareRequest, Body(openapi_examples=COMPARE_EXAMPLES)]
+COMPARE_ERRORS: dict[int | str, dict[str, Any]] = {
+    **BODY_ERRORS,
+    413: {"model": ErrorDetail, "description": "request body over 64 KB"},
+    422: {
+        "description": "a field is invalid (fewer than 2 or more than 4 choices, a count below 1) or "
+        "names an id the KB lacks; `detail[].loc` names it"
+    },
+    **BUSY,
+}
 
 
-@router.post(
-    "/compare",
-    response_model=CompareResponse | SlackMessage,
-    responses={
+def _answer_responses(what: str, errors: dict[int | str, dict[str, Any]]) -> dict[int | str, dict[str, Any]]:
+    return {
         200: {
-            "description": "the comparison: JSON by default; a Slack Block Kit message with `format=slack`; "
+            "description": f"{what}: JSON by default; a Slack Block Kit message with `format=slack`; "
             "Markdown with `format=markdown`",
             "content": {"text/markdown": {"schema": {"type": "string"}}},
         },
-        **BODY_ERRORS,
-        413: {"model": ErrorDetail, "description": "request body over 64 KB"},
-        422: {
-            "description": "a field is invalid (fewer than 2 or more than 4 choices, a count below 1) or "
-            "names an id the KB lacks; `detail[].loc` names it"
-        },
-        **BUSY,
-    },
-    tags=["recommend"],
-)
-async def compare(
-    body: Annotated[CompareRequest, Body(openapi_examples=COMPARE_EXAMPLES)],
-    advisor: CurrentAdvisor,
-    queue: EngineQueue,
-    answer_format: Annotated[AnswerFormat, Query(alias="format", description=FORMAT_DESCRIPTION)] = "json",
+        **errors,
+    }
+
+
+def _in_format(
+    answer_format: AnswerFormat,
+    version: int,
+    found: RecommendResponse | CompareResponse,
+    as_slack: Callable[[], dict[str, Any]],
+    as_markdown: Callable[[], str],
 ) -> Response:
-    """Two to four hardware choices for one request, side by side ("why not X?"): for each, whether
-    the job fits, a verdict in words, and the best plan on it with the figures of a recommendation
-    (memory per GPU, tokens/s, cost, plan). A choice nothing runs on is judged, not an error."""
+    """The answer in the format asked. The engine built the response model, so it is valid: it is
+    serialized straight to JSON (in the API version asked) rather than validated again and encoded
+    through the json module."""
+    if answer_format == "slack":
+        return JSONResponse(as_slack())
+    if answer_format == "markdown":
+        return Response(content=as_markdown(), media_type="text/markdown")
+    body = found.model_dump_json() if version == 1 else lean_json(found)
+    return Response(content=body, media_type="application/json")
 
-    def answer() -> Response:
-        found = advisor.compare(body)
-        if answer_format == "slack":
-            return JSONResponse(compare_slack_message(found))
-        if answer_format == "markdown":
-            return Response(content=compare_markdown(found), media_type="text/markdown")
-        return Response(content=found.model_dump_json(), media_type="application/json")
 
-    return await queue.run(answer)
+ENGINE_CPU = "engine-cpu"
+"""the Server-Timing metric (https://www.w3.org/TR/server-timing/) giving the CPU milliseconds the
+engine spent on the answer, the rest of the process's being HTTP's (bench/http_cost.py weighs them)"""
+
+
+def _recommended(
+    advisor: Advisor, body: RecommendRequest, answer_format: AnswerFormat, version: int
+) -> Response:
+    began = time.thread_time()  # the engine thread's CPU, whatever else the process runs meanwhile
+    found = advisor.recommend(body)
+    engine_ms = (time.thread_time() - began) * 1000
+    response = _in_format(
+        answer_format,
+        version,
+        found,
+        lambda: slack_message(found),
+        lambda: markdown(found),
+    )
+    response.headers["Server-Timing"] = f"{ENGINE_CPU};dur={engine_ms:.3f}"
+    return response
+
+
+def _compared(advisor: Advisor, body: CompareRequest, answer_format: AnswerFormat, version: int) -> Response:
+    found = advisor.compare(body)
+    return _in_format(
+        answer_format,
+        version,
+        found,
+        lambda: compare_slack_message(found),
+        lambda: compare_markdown(found),
+    )
+
+
+RECOMMEND_DOC = """Ranked hardware recommendations for one workload, each with its memory per GPU, speed,
+cost and a traced justification. A request no option can satisfy is a 200 with `feasible: false`, the
+reason in `summary`, and in `relaxation` the constraint whose relaxing helps."""
+COMPARE_DOC = """Two to four hardware choices for one request, side by side ("why not X?"): for each,
+whether the job fits, a verdict in words, and the best plan on it with the figures of a recommendation
+(memory per GPU, tokens/s, cost, plan). A choice nothing runs on is judged, not an error."""
+VERSION_2_DOC = """In API version 2: each source's text once, in `sources`, which the recommendations
+and trace steps cite by id (about half the bytes of version 1; docs/api-contract.md "Version 2")."""
+
+
+def _answer_route(body_type: object, answer: Callable[..., Response], api_version: int) -> Callable[..., Any]:
+    """A route taking a `body_type` body and answering it with `answer` on the engine's queue."""
+
+    async def route(
+        body: Any, advisor: CurrentAdvisor, queue: EngineQueue, answer_format: Format = "json"
+    ) -> Response:
+        return await queue.run(lambda: answer(advisor, body, answer_format, api_version))
+
+    route.__annotations__ = {**route.__annotations__, "body": body_type}  # what FastAPI validates
+    return route
+
+
+# Each answering route in both API versions: the same request, errors and formats; version 2's JSON
+# cites sources by id. Version 1 keeps its paths and operation ids for the clients written against it.
+for prefix, api_version, recommended, compared in (
+    ("", 1, RecommendResponse, CompareResponse),
+    ("/v2", 2, RecommendResponseV2, CompareResponseV2),
+):
+    suffix, extra = ("", "") if api_version == 1 else ("_v2", f"\n\n{VERSION_2_DOC}")
+    for path, body_type, answer, model, what, errors, doc in (
+        ("recommend", RecommendBody, _recommended, recommended, "the answer", REQUEST_ERRORS, RECOMMEND_DOC),
+        ("compare", CompareBody, _compared, compared, "the comparison", COMPARE_ERRORS, COMPARE_DOC),
+    ):
+        router.add_api_route(
+            f"{prefix}/{path}",
+            _answer_route(body_type, answer, api_version),
+            methods=["POST"],
+            name=f"{path}{suffix}",
+            description=doc + extra,
+            response_model=model | SlackMessage,
+            responses=_answer_responses(what, errors),
+            tags=["recommend"],
+        )
 
 
 @router.get("/healthz", response_model=Health, tags=["service"])

@@ -25,6 +25,7 @@ from engine.answer.chat.slack import compare_slack_message, slack_message
 from engine.answer.compare import compared
 from engine.answer.compare import summary as compare_summary
 from engine.answer.explain import outranked_words, trace
+from engine.answer.lean import lean, lean_compare, lean_json
 from engine.answer.parts import (
     assumptions,
     citation_texts,
@@ -72,6 +73,9 @@ __all__ = [
     "compare_slack_message",
     "deadline",
     "default_advisor",
+    "lean",
+    "lean_compare",
+    "lean_json",
     "load_advisor",
     "markdown",
     "recommend",

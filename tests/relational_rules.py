@@ -26,8 +26,10 @@ EXPERT_COUNTS = ("num_local_experts", "num_experts", "n_routed_experts")
 """where a config gives its experts, in the order engine/planning/hf_config.py looks"""
 
 
-RECOMMEND_BODIES = ("/recommend", "/report")
-"""the routes whose body is a RecommendRequest; `POST /compare` takes one under `request`"""
+RECOMMEND_BODIES = ("/recommend", "/v2/recommend", "/report")
+"""the routes whose body is a RecommendRequest; `POST /compare` and `/v2/compare` take one under
+`request`"""
+COMPARE_BODIES = ("/compare", "/v2/compare")
 
 
 def body_within_rules(path: str, body: Any) -> Any:
@@ -36,7 +38,7 @@ def body_within_rules(path: str, body: Any) -> Any:
         return body
     if path in RECOMMEND_BODIES:
         return within_relational_rules(body)
-    if path == "/compare" and isinstance(body.get("request"), dict):
+    if path in COMPARE_BODIES and isinstance(body.get("request"), dict):
         return {**body, "request": within_relational_rules(body["request"])}
     return body
 

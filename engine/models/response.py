@@ -3,15 +3,28 @@ never renamed or dropped). Units are in the field names: `_gb` = 1e9 bytes, `_us
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, field_serializer
 
 from engine.models.rule import Scalar
 
 Bound = Literal["memory_bandwidth", "compute", "interconnect"]
 Acquisition = Literal["buy", "rent", "owned"]
 Pricing = Literal["owned", "on_demand", "spot"]
+
+
+CITE_BY_ID = "cite_by_id"
+"""the serialization context key of API version 2 (engine/answer/lean.py): a function giving the ids of
+citation texts, which the answer then holds in place of the texts"""
+
+
+def cited(texts: list[str], info: SerializationInfo) -> list[str]:
+    """Citations as serialized: the texts (version 1), or their ids when the context numbers them."""
+    context = info.context
+    number: Callable[[list[str]], list[str]] | None = context.get(CITE_BY_ID) if context else None
+    return texts if number is None else number(texts)
 
 
 class ResponseModel(BaseModel):
@@ -200,6 +213,11 @@ class Recommendation(ResponseModel):
     citations: list[str] = Field(
         description="sources of the rules behind this option: title and section, then <URL> where one exists"
     )
+
+    @field_serializer("citations")
+    def _cited(self, texts: list[str], info: SerializationInfo) -> list[str]:
+        return cited(texts, info)
+
     price_as_of: str | None = Field(
         None,
         description="date (ISO) the prices this option is costed with were seen: the offer's when rented, "
@@ -259,6 +277,10 @@ class TraceStep(ResponseModel):
     citations: list[str] = Field(
         description="the rule's sources: title and section, then <URL> where one exists"
     )
+
+    @field_serializer("citations")
+    def _cited(self, texts: list[str], info: SerializationInfo) -> list[str]:
+        return cited(texts, info)
 
 
 class Relaxation(ResponseModel):
