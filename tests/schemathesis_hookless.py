@@ -62,6 +62,9 @@ def run(max_examples: int = 20, seed: int | None = None) -> HooklessRun:
     load_all_checks()
     app = create_app(advisor=default_advisor(), admin_token=ADMIN_TOKEN)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app, config=_config(max_examples, seed))
+    # version 2's routes take version 1's bodies through the same code; their own response schema is
+    # checked in tests/test_schemathesis.py (test_version_2_answers_pass_every_check)
+    schema = schema.exclude(path_regex="^/v2/")
     client = TestClient(app)
     cross_field = Counter[str]()
 

@@ -27,6 +27,9 @@ from engine.answer.chart_data import (
 from engine.models.response import Recommendation, RecommendResponse
 
 WIDTH = 560
+ON_FRONT = "none is both cheaper and faster"
+BEATEN = "another is cheaper and faster"
+"""the cost-time chart's two kinds of point, in words rather than 'Pareto front: true/false'"""
 LINE_BREAK = "|"
 LINES = f"split(datum.label, '{LINE_BREAK}')"
 """a Vega label expression drawing a label's parts as lines"""
@@ -58,6 +61,7 @@ def cost_time_chart(answer: RecommendResponse, months: float, labelled: int = 5)
             "cost": p.cost,
             "acquisition": p.acquisition,
             "pareto": p.label in front,
+            "standing": ON_FRONT if p.label in front else BEATEN,
             "named": 0 < p.rank <= labelled or p.label in front,
             "rank": f"#{p.rank}",
         }
@@ -68,7 +72,7 @@ def cost_time_chart(answer: RecommendResponse, months: float, labelled: int = 5)
         x=alt.X("time:Q", title=x_title, scale=alt.Scale(zero=False)),
         y=alt.Y("cost:Q", title=y_title, scale=alt.Scale(zero=False)),
         color=alt.Color("acquisition:N", title="how"),
-        shape=alt.Shape("pareto:N", title="on the Pareto front"),
+        shape=alt.Shape("standing:N", title=None, sort=[ON_FRONT, BEATEN]),
         tooltip=["option:N", "time:Q", "cost:Q"],
     )
     line = (
