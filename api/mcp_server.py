@@ -8,8 +8,10 @@ and CompareRequest validate it, so a bad field is named by the same `loc` a 422 
 schema is the one the OpenAPI document shows (MCPServer builds both from a function's parameters).
 
 What a tool answers follows the MCP specification, 2025-11-25:
-- an answer is the JSON the HTTP route returns, as `structuredContent`, which a client checks against
-  the tool's `outputSchema`; its text content is the answer's Markdown rather than that JSON again
+- an answer is the JSON the HTTP route returns in API version 2 (`POST /v2/recommend`, `/v2/compare`:
+  each source once, cited by id, half of version 1's bytes in an agent's context), as
+  `structuredContent`, which a client checks against the tool's `outputSchema`; its text content is
+  the answer's Markdown rather than that JSON again
   (the spec's SHOULD, for clients that read only text), because a chat shows the Markdown and a model
   reading `content` gets the answer in words, not 20 KB of figures twice
   (https://modelcontextprotocol.io/specification/2025-11-25/server/tools#structured-content);
@@ -36,9 +38,9 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
 from api.errors import INTERNAL_ERROR, MAX_ERRORS, MESSAGE_CHARS
-from engine.models.compare import CompareRequest, CompareResponse
+from engine.models.compare import CompareRequest
+from engine.models.lean import CompareResponseV2, RecommendResponseV2
 from engine.models.request import RecommendRequest
-from engine.models.response import RecommendResponse
 from engine.models.service import RuleDetail
 from engine.models.tools import ModelCatalog, ModelQuery, ModelSummary, RuleQuestion
 from engine.recommend import (
@@ -46,6 +48,8 @@ from engine.recommend import (
     InvalidRequest,
     UnknownReference,
     compare_markdown,
+    lean,
+    lean_compare,
     markdown,
     rule_detail,
 )
@@ -91,12 +95,12 @@ class AdvisorTool(Generic[Body]):
 
 def _recommend(advisor: Advisor, request: RecommendRequest) -> types.CallToolResult:
     answer = advisor.recommend(request)
-    return _answered(answer, markdown(answer))
+    return _answered(lean(answer), markdown(answer))
 
 
 def _compare(advisor: Advisor, body: CompareRequest) -> types.CallToolResult:
     answer = advisor.compare(body)
-    return _answered(answer, compare_markdown(answer))
+    return _answered(lean_compare(answer), compare_markdown(answer))
 
 
 def _explain_rule(advisor: Advisor, question: RuleQuestion) -> types.CallToolResult:
@@ -126,7 +130,7 @@ TOOLS: dict[str, AdvisorTool[Any]] = {
             "what cost, ranked and explained with the rules and sources behind it. The input is the body "
             "of gpu-advisor's POST /recommend; workload.task and workload.model (or params_b) suffice.",
             RecommendRequest,
-            RecommendResponse,
+            RecommendResponseV2,
             _recommend,
         ),
         AdvisorTool(
@@ -135,7 +139,7 @@ TOOLS: dict[str, AdvisorTool[Any]] = {
             "not X?'): whether the job fits each, a verdict in words and the best plan on it. The input "
             "is the body of POST /compare: the recommend input as `request`, and the `choices`.",
             CompareRequest,
-            CompareResponse,
+            CompareResponseV2,
             _compare,
         ),
         AdvisorTool(
