@@ -359,7 +359,7 @@ TARGET_FITS = "hardware.target_fits"
 def first_words(found: Found, index: int) -> str:
     """Why the option at `index` ranks above a faster, cheaper one that follows it ("" when none does)."""
     beaten = found.outranked.get(index)
-    return "" if beaten is None else outranked_words(*beaten)
+    return "" if beaten is None else outranked_words(*beaten, shown=len(found.top))
 
 
 def with_an_assumed_desktop(request: RecommendRequest) -> RecommendRequest:

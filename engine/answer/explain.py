@@ -299,9 +299,10 @@ def workload_words(job: Job) -> str:
     return f"{TASK_WORDS[job.task]} a {job.params / 1e9:.4g}B-parameter model"
 
 
-def outranked_words(found: Outranked, other: Ranked) -> str:
+def outranked_words(found: Outranked, other: Ranked, shown: int) -> str:
     """Why an option ranks above one that is both faster and cheaper (planning's `Outranked`): the
-    factors of the objective that put it first, and by how much (docs/ranking.md)."""
+    factors of the objective that put it first, and by how much (docs/ranking.md). The other is
+    named by its rank too when it is among the `shown` options."""
     reasons = []
     if found.fewer_gpus:
         reasons.append(
@@ -314,7 +315,8 @@ def outranked_words(found: Outranked, other: Ranked) -> str:
         reasons.append("the other leaves less slack before the deadline")
     because = "; ".join(reasons) or "on a tie the simpler option comes first"
     cheaper = f"{found.cheaper:.0%} cheaper" if found.cheaper >= 0.005 else "slightly cheaper"
+    rank = f"#{found.below + 1}, " if found.below < shown else ""
     return (
-        f"It ranks above {hardware(other.candidate)}, which is faster and {cheaper}, "
+        f"It ranks above {rank}{hardware(other.candidate)}, which is faster and {cheaper}, "
         f"because {because}: the other's measure is {found.margin:.0%} higher."
     )
