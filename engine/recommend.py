@@ -102,6 +102,10 @@ class Planned(NamedTuple):
     reasoned: Reasoned
     found: Found
 
+    def shown(self, count: int) -> Planned:
+        """The same plans with only the first `count` options shown."""
+        return Planned(self.reasoned, self.found.shown(count))
+
 
 class Advisor:
     """A loaded KB and rule set, ready to answer requests. Thread-safe: the KB and rules never change,
@@ -208,13 +212,22 @@ class Advisor:
         a machine to hold the cards, and the request says nothing of a machine of the user's, the
         answer is the cards alone for a desktop the user is assumed to have, with that assumption and
         the power supply it needs stated (rather than infeasible)."""
+        (answer,) = self.answers(request, (request.top_k,))
+        return answer
+
+    def answers(self, request: RecommendRequest, shown: Sequence[int]) -> list[RecommendResponse]:
+        """The answer to `request`, planned once and described with each count of options in `shown`
+        (at most `request.top_k`): a report states the answer as asked and plots more options."""
         planned = self.planned(request)
         if not planned.found.top and may_assume_a_desktop(request):
             on_desktop = with_an_assumed_desktop(request)
             assumed = self.planned(on_desktop)
             if assumed.found.top:
-                return on_an_assumed_desktop(self.kb, request, self.described(on_desktop, assumed))
-        return self.described(request, planned)
+                return [
+                    on_an_assumed_desktop(self.kb, request, self.described(on_desktop, assumed.shown(k)))
+                    for k in shown
+                ]
+        return [self.described(request, planned.shown(k)) for k in shown]
 
     def answer(self, request: RecommendRequest) -> RecommendResponse:
         """The answer to `request` as it is stated."""
@@ -274,8 +287,9 @@ class Advisor:
         """The procurement report (engine/answer/report.py): the answer to `request` as it is, its
         cost-time chart plotting every option the ranking keeps (up to MAX_TOP_K), those beyond the
         `top_k` first listed on the page as plotted."""
-        wide = self.recommend(request.model_copy(update={"top_k": MAX_TOP_K}))
-        return report_html(request, self.recommend(request), self.rules_by_id, plotted=wide.recommendations)
+        wide_request = request.model_copy(update={"top_k": MAX_TOP_K})
+        answer, wide = self.answers(wide_request, (request.top_k, MAX_TOP_K))
+        return report_html(request, answer, self.rules_by_id, plotted=wide.recommendations)
 
     def compare(self, body: CompareRequest) -> CompareResponse:
         """Each hardware choice of `body` planned for its request, side by side: the rules run once,
@@ -335,25 +349,32 @@ class Advisor:
         }
 
     def facts(self, request: RecommendRequest, job: Job) -> dict[str, Scalar]:
-        facts = request_facts(request)
-        facts["workload.params_b"] = round(job.params / 1e9, 4)
-        if job.model is not None:
-            facts["workload.model"] = job.model  # the KB id, whatever name the request used
-        if job.native_precision is not None:
-            facts["workload.native_precision"] = job.native_precision
-        facts["workload.kind"] = job.kind  # decoder, or encoder (embedding/classifier: no decode)
-        if job.is_moe:
-            facts["workload.active_params_b"] = round(job.active_params / 1e9, 4)
-        sizing = sizing_facts(job, self.kb)
-        facts.update(sizing)
-        facts.update(hardware_facts(request, self.kb, float(sizing["sizing.task_gb"]), job))
-        return facts
+        """The facts the rules start from (`job_facts` over this advisor's KB)."""
+        return job_facts(request, job, self.kb)
 
     def planner(self, job: Job, policy: Policy, request: RecommendRequest) -> Planner:
         return Planner(job, policy, request, rent_rates=self.rent_rates, buy_prices=self.buy_prices)
 
 
 TARGET_FITS = "hardware.target_fits"
+
+
+def job_facts(request: RecommendRequest, job: Job, kb: KB) -> dict[str, Scalar]:
+    """The facts the rules start from: the request's, the job as resolved, the sizing and the
+    hardware facts read before any option is planned."""
+    facts = request_facts(request)
+    facts["workload.params_b"] = round(job.params / 1e9, 4)
+    if job.model is not None:
+        facts["workload.model"] = job.model  # the KB id, whatever name the request used
+    if job.native_precision is not None:
+        facts["workload.native_precision"] = job.native_precision
+    facts["workload.kind"] = job.kind  # decoder, or encoder (embedding/classifier: no decode)
+    if job.is_moe:
+        facts["workload.active_params_b"] = round(job.active_params / 1e9, 4)
+    sizing = sizing_facts(job, kb)
+    facts.update(sizing)
+    facts.update(hardware_facts(request, kb, float(sizing["sizing.task_gb"]), job))
+    return facts
 
 
 def first_words(found: Found, index: int) -> str:

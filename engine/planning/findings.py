@@ -6,6 +6,7 @@ them: once describing starts, nothing goes back to planning (bench/call_path.py 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -45,6 +46,14 @@ class Found:
     way_out: WayOut | None
     needs: Needs
 
+    def shown(self, count: int) -> Found:
+        """The findings with only the first `count` options shown (what the rest plots is planned
+        already: a report states the answer as asked and plots more)."""
+        if count >= len(self.top):
+            return self
+        outranked = {i: found for i, found in self.outranked.items() if i < count}
+        return dataclasses.replace(self, top=self.top[:count], outranked=outranked)
+
 
 @dataclass(frozen=True)
 class FoundChoices:
@@ -67,9 +76,7 @@ def find(searcher: Searcher, every_plan: Planner, ctx: Context, request: Recomme
     ranked = rank(as_asked(search.candidates), request.objective, planner.per_user_tps)
     top = ranked[: request.top_k]
     plotted = ranked[:MAX_TOP_K]
-    beaten = {
-        o.above: (o, plotted[o.below]) for o in outranked(plotted, request.objective) if o.above < len(top)
-    }
+    beaten = {o.above: (o, plotted[o.below]) for o in outranked(plotted, request.objective, len(top))}
     target = on_target(searcher, planner, ctx, request, ranked, search.rejections)
     way_out = None if top else find_way_out(planner, search, request.objective, measure)
     needs = needs_of(planner, planned_precision(top, planner), planned_checkpointing(top, planner.job))

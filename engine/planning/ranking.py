@@ -173,23 +173,17 @@ class Outranked:
     """balanced training: the other leaves less slack before the deadline"""
 
 
-def outranked(ranked: Sequence[Ranked], objective: str) -> list[Outranked]:
-    """For each option, the first one ranked after it that is both faster and cheaper, if any, with
-    the reasons the ranking put it first (docs/ranking.md)."""
+def outranked(ranked: Sequence[Ranked], objective: str, firsts: int) -> list[Outranked]:
+    """For each of the `firsts` first options, the first one ranked after it that is both faster and
+    cheaper, if any, with the reasons the ranking put it first (docs/ranking.md)."""
+    times = [wall_clock(r.candidate) for r in ranked]
+    costs = [cost(r.candidate) for r in ranked]
     found = []
-    for i, first in enumerate(ranked):
-        a = first.candidate
-        j = next(
-            (j for j in range(i + 1, len(ranked)) if _faster_and_cheaper(ranked[j].candidate, a)),
-            None,
-        )
+    for i in range(min(firsts, len(ranked))):
+        j = next((j for j in range(i + 1, len(ranked)) if times[j] < times[i] and costs[j] < costs[i]), None)
         if j is not None:
-            found.append(_why_first(i, j, first, ranked[j], objective))
+            found.append(_why_first(i, j, ranked[i], ranked[j], objective))
     return found
-
-
-def _faster_and_cheaper(b: Candidate, a: Candidate) -> bool:
-    return wall_clock(b) < wall_clock(a) and cost(b) < cost(a)
 
 
 def _why_first(i: int, j: int, first: Ranked, second: Ranked, objective: str) -> Outranked:
