@@ -23,9 +23,9 @@ A run spec is `MODEL:METHOD[:OPTION]...`, fields separated by colons, options in
 most once:
 
     MODEL            a KB model id (kb/models/<id>.yaml), e.g. qwen3-8b
-    METHOD           full (or full_finetune) | lora | decode (or inference)
+    METHOD           full (or full_finetune) | lora | decode (or inference) | encode
     bN               batch, sequences per micro-batch (default 1)
-    sN               tokens per sequence: training, required
+    sN               tokens per sequence: training and encode, required
     gaN              micro-batches per optimizer step: training (default 1)
     ckpt             activation checkpointing: training
     rN               LoRA rank (default 16; alpha is 2r): lora
@@ -35,7 +35,8 @@ most once:
     nN               new tokens generated: decode (default 128)
 
 For example `qwen3-8b:lora:b4:s2048:ckpt`, `llama-3-2-1b:full:b2:s8192:ckpt`,
-`qwen3-8b:decode:static:b32:n256`. Every run has a canonical spec (`RunSpec.name`: method spelled
+`qwen3-8b:decode:static:b32:n256`, `bge-m3:encode:b64:s512` (an encoder's forward pass: what an
+embedding service computes). Every run has a canonical spec (`RunSpec.name`: method spelled
 short, every value written out, e.g. `qwen3-8b:lora:b4:s2048:r16:ckpt`), which `--list` prints and
 which names the run in progress lines and in the failures list.
 
@@ -44,7 +45,9 @@ model id, or a shell-style pattern over canonical specs (`'qwen3-8b:decode:*'`).
 
 Each run is measured on its own, memory freed between runs. A run that fails (out of memory, a family
 this harness cannot build, over `--timeout-per-run`) goes into a failures list printed at the end and
-is not written into `runs`; the others go on. The exit status is 0 when every run was measured, 1 when
+is not written into `runs`; the others go on. After each run the file so far is written beside `--out`
+as `<out>.inprogress` (replaced run by run, removed once `--out` is written), so a harness killed from
+outside keeps what it measured. The exit status is 0 when every run was measured, 1 when
 some failed (the file holds the rest), 2 when nothing was written.
 """
 
@@ -73,9 +76,9 @@ from typing import Any, Literal
 import yaml
 
 from engine.knowledge import paths
-from engine.models.calibration import CalibrationFile, DecodeRun, TrainingRun
+from engine.models.calibration import CalibrationFile, DecodeRun, EncodeRun, TrainingRun
 
-Method = Literal["full_finetune", "lora", "inference"]
+Method = Literal["full_finetune", "lora", "inference", "encode"]
 Engine = Literal["hf-eager", "hf-static-compile"]
 
 GB = 1e9
@@ -84,6 +87,8 @@ MFU_PEAK_FLOPS = 989e12
 
 TRAIN_WARMUP_STEPS = 2
 TRAIN_TIMED_STEPS = 5
+ENCODE_WARMUP_PASSES = 3
+ENCODE_TIMED_PASSES = 10
 DECODE_REPEATS = 3
 """Timed `generate` calls of each length (full, prefill-only) after the warm-up calls; the median is kept."""
 
@@ -103,8 +108,14 @@ _METHODS: dict[str, Method] = {
     "lora": "lora",
     "decode": "inference",
     "inference": "inference",
+    "encode": "encode",
 }
-_METHOD_SHORT: dict[Method, str] = {"full_finetune": "full", "lora": "lora", "inference": "decode"}
+_METHOD_SHORT: dict[Method, str] = {
+    "full_finetune": "full",
+    "lora": "lora",
+    "inference": "decode",
+    "encode": "encode",
+}
 _ENGINES: dict[str, Engine] = {
     "eager": "hf-eager",
     "hf-eager": "hf-eager",
@@ -119,7 +130,8 @@ _TRAINING_ONLY = {"s", "ga", "ckpt"}
 _LORA_ONLY = {"r"}
 _DECODE_ONLY = {"p", "n", "engine"}
 SPEC_SYNTAX = (
-    "MODEL:METHOD[:OPTION]... with METHOD full|lora|decode and OPTIONs bN (batch), sN (sequence, training), "
+    "MODEL:METHOD[:OPTION]... with METHOD full|lora|decode|encode and OPTIONs bN (batch), "
+    "sN (sequence: training, encode), "
     "gaN (gradient accumulation), ckpt (checkpointing), rN (LoRA rank), eager|static (decode engine), "
     "pN (prompt), nN (new tokens); e.g. qwen3-8b:lora:b4:s2048:ckpt"
 )
@@ -155,7 +167,17 @@ class RunSpec:
     def __post_init__(self) -> None:
         if not _KB_ID.match(self.model):
             raise RunSpecError(f"{self.model!r} is not a KB model id (lowercase words joined by '-')")
-        if self.training:
+        if self.method == "encode":
+            if self.seq is None:
+                raise RunSpecError(f"{self.model}: an encode run needs a sequence length")
+            extras = (self.lora_rank, self.engine, self.prompt, self.new_tokens)
+            if (
+                any(value is not None for value in extras)
+                or self.checkpointing
+                or self.gradient_accumulation != 1
+            ):
+                raise RunSpecError(f"{self.model}: an encode run takes only a batch and a sequence length")
+        elif self.training:
             if self.seq is None:
                 raise RunSpecError(f"{self.model}: a {self.method} run needs a sequence length")
             if (self.lora_rank is not None) != (self.method == "lora"):
@@ -183,13 +205,15 @@ class RunSpec:
 
     @property
     def training(self) -> bool:
-        return self.method != "inference"
+        return self.method in ("full_finetune", "lora")
 
     @property
     def name(self) -> str:
         """The canonical spec: `parse_run_spec(spec.name) == spec`."""
         parts = [self.model, _METHOD_SHORT[self.method]]
-        if self.training:
+        if self.method == "encode":
+            parts += [f"b{self.batch}", f"s{self.seq}"]
+        elif self.training:
             parts += [f"b{self.batch}", f"s{self.seq}"]
             if self.gradient_accumulation != 1:
                 parts.append(f"ga{self.gradient_accumulation}")
@@ -215,7 +239,9 @@ def parse_run_spec(text: str) -> RunSpec:
         )
     method = _METHODS.get(method_word)
     if method is None:
-        raise RunSpecError(f"run spec {text!r}: method {method_word!r} is not one of full, lora, decode")
+        raise RunSpecError(
+            f"run spec {text!r}: method {method_word!r} is not one of full, lora, decode, encode"
+        )
     seen: dict[str, str] = {}
     numbers: dict[str, int] = {}
     engine: Engine | None = None
@@ -237,6 +263,7 @@ def parse_run_spec(text: str) -> RunSpec:
         seen[key] = option
         wrong = (
             (_DECODE_ONLY if method != "inference" else set())
+            | (_TRAINING_ONLY - {"s"} if method == "encode" else set())
             | (_TRAINING_ONLY if method == "inference" else set())
             | (_LORA_ONLY if method != "lora" else set())
         )
@@ -255,6 +282,8 @@ def parse_run_spec(text: str) -> RunSpec:
         )
     if "s" not in numbers:
         raise RunSpecError(f"run spec {text!r}: a {method} run needs a sequence length (e.g. s2048)")
+    if method == "encode":
+        return RunSpec(model=model, method=method, batch=numbers.get("b", 1), seq=numbers["s"])
     return RunSpec(
         model=model,
         method=method,
@@ -406,13 +435,64 @@ def load_kb_model(model_id: str, kb_root: Path) -> dict[str, Any]:
     return entry
 
 
+ENCODER_MODEL_TYPE = "bert"
+"""Every post-LayerNorm encoder with learned positions and a dense GELU MLP (BERT, RoBERTa and
+XLM-RoBERTa, BGE, E5, MiniLM) is built as BERT: XLM-RoBERTa differs only in where its positions start,
+which the KB's `max_position_embeddings` (8,194 for bge-m3) already counts, so the shapes are the same."""
+
+
+def hf_encoder_config_from_kb(entry: Mapping[str, Any]) -> HFConfig:
+    """The BERT config of a KB encoder (`kind: encoder`): its layers, widths, vocabulary, positions and
+    token types. A pre-norm, rotary or gated encoder (ModernBERT, nomic-embed) is an UnsupportedModel."""
+    model_id = str(entry.get("id", "?"))
+    arch: Mapping[str, Any] = entry["architecture"]
+    problems = [
+        f"{key} {arch.get(key)!r}: built as BERT, which needs {wanted!r}"
+        for key, wanted in (("norm", "layernorm"), ("position_embedding", "learned"), ("mlp", "dense"))
+        if arch.get(key) != wanted
+    ]
+    required = (
+        "n_layers",
+        "hidden_size",
+        "n_heads",
+        "intermediate_size",
+        "vocab_size",
+        "max_position_embeddings",
+    )
+    missing = [key for key in required if key not in arch]
+    if missing:
+        problems.append(f"the architecture lacks {', '.join(missing)}")
+    elif arch.get("n_kv_heads", arch["n_heads"]) != arch["n_heads"]:
+        problems.append("grouped key/value heads, which BERT does not have")
+    elif (
+        arch.get("head_dim", arch["hidden_size"] // arch["n_heads"]) * arch["n_heads"] != arch["hidden_size"]
+    ):
+        problems.append("BERT needs head_dim x heads = hidden")
+    if problems:
+        raise UnsupportedModel(f"{model_id} (encoder, built as {ENCODER_MODEL_TYPE}): {'; '.join(problems)}")
+    kwargs: dict[str, Any] = {
+        "vocab_size": arch["vocab_size"],
+        "hidden_size": arch["hidden_size"],
+        "num_hidden_layers": arch["n_layers"],
+        "num_attention_heads": arch["n_heads"],
+        "intermediate_size": arch["intermediate_size"],
+        "max_position_embeddings": arch["max_position_embeddings"],
+        "type_vocab_size": int(arch.get("type_vocab_size", 2)),
+        "hidden_act": "gelu",
+    }
+    return HFConfig(model_type=ENCODER_MODEL_TYPE, kwargs=kwargs)
+
+
 def hf_config_from_kb(entry: Mapping[str, Any]) -> HFConfig:
     """The Hugging Face config of a KB model entry: the KB's shapes under the transformers names.
 
     Values the KB does not hold (RoPE theta and scaling, norm epsilon, token ids) keep transformers'
     defaults: none of them changes a tensor's shape, so none changes memory or speed. A KB feature the
     model type cannot express (QK-norm on Llama, a vision encoder, latent attention...) is an
-    UnsupportedModel error naming the model, not a silently different network."""
+    UnsupportedModel error naming the model, not a silently different network. Encoders (`kind:
+    encoder`) are built by `hf_encoder_config_from_kb`."""
+    if entry.get("kind") == "encoder":
+        return hf_encoder_config_from_kb(entry)
     model_id = str(entry.get("id", "?"))
     family = str(entry.get("family", "?"))
     arch: Mapping[str, Any] = entry["architecture"]
@@ -610,6 +690,34 @@ def decode_result(
     return DecodeRun.model_validate(result).model_dump(mode="json", exclude_none=True)
 
 
+def encode_result(
+    spec: RunSpec,
+    *,
+    params: int,
+    weights_bytes: int,
+    pass_times_s: Sequence[float],
+    peak_allocated_bytes: int,
+    peak_reserved_bytes: int,
+) -> dict[str, Any]:
+    """One encoder run's figures, as `EncodeRun` fields (validated): the median forward pass and the
+    tokens it read per second."""
+    assert spec.method == "encode" and spec.seq is not None
+    pass_s = statistics.median(pass_times_s)
+    result: dict[str, Any] = {
+        "model": spec.model,
+        "method": spec.method,
+        "batch": spec.batch,
+        "seq": spec.seq,
+        "params": params,
+        "weights_gb": _positive(weights_bytes / GB, 3),
+        "pass_ms": _positive(pass_s * 1000, 3),
+        "tokens_per_s": _positive(spec.batch * spec.seq / pass_s, 1),
+        "peak_allocated_gb": _positive(peak_allocated_bytes / GB, 3),
+        "peak_reserved_gb": _positive(peak_reserved_bytes / GB, 3),
+    }
+    return EncodeRun.model_validate(result).model_dump(mode="json", exclude_none=True)
+
+
 def method_text(
     runs: Sequence[Mapping[str, Any]], model_types: Mapping[str, str], device: Mapping[str, Any]
 ) -> str:
@@ -617,10 +725,18 @@ def method_text(
     methods = {run["method"] for run in runs}
     models = ", ".join(dict.fromkeys(run["model"] for run in runs))
     types = ", ".join(f'"{t}"' for t in dict.fromkeys(model_types[run["model"]] for run in runs))
+    classes = " or ".join(
+        f"`{name}.from_config`"
+        for name, used in (
+            ("AutoModelForCausalLM", methods - {"encode"}),
+            ("AutoModel", methods & {"encode"}),
+        )
+        if used
+    )
     bullets = [
         f"Models: {models}, each built from its KB architecture (kb/models/<id>.yaml: the published "
         f"config.json values) with random weights (`AutoConfig.for_model({types}, ...)`, "
-        "`AutoModelForCausalLM.from_config`, SDPA attention), on the GPU. Values the KB does not hold "
+        f"{classes}, SDPA attention), on the GPU. Values the KB does not hold "
         "(RoPE theta and scaling, norm epsilon) keep transformers' defaults; none changes a shape."
     ]
     if "full_finetune" in methods:
@@ -647,6 +763,14 @@ def method_text(
             f"median of {DECODE_REPEATS} calls, the prefill time being a generate of 1 new token. `warm0_s` "
             "is the first call (for hf-static-compile it includes compiling), `warm1_s` the second "
             "(hf-static-compile only)."
+        )
+    if "encode" in methods:
+        bullets.append(
+            f"`encode`: an encoder (`kind: encoder`) built as BERT (`{ENCODER_MODEL_TYPE}`; XLM-RoBERTa has "
+            "the same shapes) without a head, bf16, one forward pass of batch x seq random tokens with an "
+            f"all-ones attention mask under `torch.inference_mode()`, {ENCODE_WARMUP_PASSES} warm-up passes "
+            f"then the median of {ENCODE_TIMED_PASSES} (`pass_ms`); `tokens_per_s` = batch x seq / pass. "
+            "This is what an embedding service computes per batch, without tokenizing or pooling."
         )
     bullets += [
         "Times are wall clock between `torch.cuda.synchronize()` calls.",
@@ -769,14 +893,15 @@ class _Baseline:
         return cls(torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
 
 
-def _build_model(hf: HFConfig, dtype: Any) -> Any:
-    """A randomly initialised causal LM of `hf`, built directly on the GPU in `dtype` with SDPA attention."""
+def _build_model(hf: HFConfig, dtype: Any, auto_class: str = "AutoModelForCausalLM") -> Any:
+    """A randomly initialised network of `hf` (a causal LM, or for `auto_class` AutoModel the bare
+    encoder), built directly on the GPU in `dtype` with SDPA attention."""
     torch, transformers = _import("torch"), _import("transformers")
     config = transformers.AutoConfig.for_model(hf.model_type, **hf.kwargs)
     major, minor = (int(part) for part in re.findall(r"\d+", transformers.__version__)[:2])
     dtype_key = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
     with torch.device("cuda"):
-        model = transformers.AutoModelForCausalLM.from_config(
+        model = getattr(transformers, auto_class).from_config(
             config, attn_implementation="sdpa", **{dtype_key: dtype}
         )
     wrong = {str(p.dtype) for p in model.parameters() if p.dtype != dtype}
@@ -913,6 +1038,42 @@ def measure_decode(
     )
 
 
+def measure_encode(
+    spec: RunSpec, entry: Mapping[str, Any], hf: HFConfig, deadline: Deadline
+) -> dict[str, Any]:
+    """An encoder's forward pass over batch x seq tokens, measured as `method_text` describes it."""
+    assert spec.seq is not None
+    torch = _import("torch")
+    baseline = _Baseline.take(torch)
+    torch.manual_seed(0)
+    model = _build_model(hf, torch.bfloat16, "AutoModel")
+    model.eval()
+    weights_bytes = torch.cuda.memory_allocated() - baseline.allocated
+    params = sum(p.numel() for p in model.parameters())
+    _count_warning(spec, entry, params)
+    ids = torch.randint(0, hf.kwargs["vocab_size"], (spec.batch, spec.seq), device="cuda")
+    mask = torch.ones_like(ids)
+
+    def forward() -> None:
+        with torch.inference_mode():
+            model(input_ids=ids, attention_mask=mask)
+
+    times: list[float] = []
+    for index in range(ENCODE_WARMUP_PASSES + ENCODE_TIMED_PASSES):
+        deadline.check(f"before pass {index + 1}")
+        seconds, _ = _timed(torch, forward)
+        if index >= ENCODE_WARMUP_PASSES:
+            times.append(seconds)
+    return encode_result(
+        spec,
+        params=params,
+        weights_bytes=weights_bytes,
+        pass_times_s=times,
+        peak_allocated_bytes=torch.cuda.max_memory_allocated() - baseline.allocated,
+        peak_reserved_bytes=torch.cuda.max_memory_reserved() - baseline.reserved,
+    )
+
+
 def _driver_version() -> str | None:
     """The NVIDIA driver version nvidia-smi reports, or None where it cannot be read."""
     smi = shutil.which("nvidia-smi")
@@ -994,13 +1155,17 @@ def stack_versions() -> dict[str, Any]:
     }
 
 
+Progress = Callable[[Sequence[dict[str, Any]], Sequence[Failure], Mapping[str, str]], None]
+
+
 def measure_runs(
-    runs: Sequence[RunSpec], kb_root: Path, timeout_s: float | None
+    runs: Sequence[RunSpec], kb_root: Path, timeout_s: float | None, after_each: Progress | None = None
 ) -> tuple[list[dict[str, Any]], list[Failure], dict[str, str]]:
     """Every run measured on its own: the measured runs, the failures, and each model's HF model type.
 
     A failure (an exception, out of memory included) is recorded and the next run goes on after the
-    memory is freed. Ctrl-C stops the runs left, which are recorded as not run; what was measured stays."""
+    memory is freed. Ctrl-C stops the runs left, which are recorded as not run; what was measured stays.
+    `after_each` is given the figures so far after every run (main writes them to `<out>.inprogress`)."""
     torch = _import("torch")
     measured: list[dict[str, Any]] = []
     failures: list[Failure] = []
@@ -1011,7 +1176,9 @@ def measure_runs(
         try:
             entry = load_kb_model(spec.model, kb_root)
             hf = hf_config_from_kb(entry)
-            measure = measure_training if spec.training else measure_decode
+            measure = {"inference": measure_decode, "encode": measure_encode}.get(
+                spec.method, measure_training
+            )
             result = measure(spec, entry, hf, Deadline(timeout_s))
         except KeyboardInterrupt:
             failures.append(Failure(spec.name, "interrupted"))
@@ -1030,6 +1197,9 @@ def measure_runs(
         if stop is not None:
             failures += [Failure(left.name, stop) for left in runs[index + 1 :]]
             print(f"  stopping: the {len(runs) - index - 1} runs left are {stop}", flush=True)
+        if after_each is not None:
+            after_each(measured, failures, model_types)
+        if stop is not None:
             break
     return measured, failures, model_types
 
@@ -1079,6 +1249,34 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _progress_writer(
+    path: Path, device: Mapping[str, Any], stack: Mapping[str, Any], start: float
+) -> Progress:
+    """What `measure_runs` calls after each run: the figures so far written to `path`, replaced run by
+    run, so a harness killed from outside keeps them. A progress file never stops the measuring."""
+
+    def save_so_far(
+        measured: Sequence[dict[str, Any]], failures: Sequence[Failure], model_types: Mapping[str, str]
+    ) -> None:
+        if not measured:
+            return
+        try:
+            document = build_document(
+                device=device,
+                stack=stack,
+                runs=measured,
+                method=method_text(measured, model_types, device),
+                measured_on=date.today(),
+                elapsed_s=time.perf_counter() - start,
+                failures=failures,
+            )
+            write_document(document, path, force=True)
+        except Exception as error:
+            print(f"  note: {path} not written ({_error_words(error)})", flush=True)
+
+    return save_so_far
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line (module docstring); returns the exit status."""
     parser = _parser()
@@ -1120,7 +1318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     device = measure_device(args.gpu)
     stack = stack_versions()
     print(f"device: {json.dumps(device)}\nstack: {json.dumps(stack)}", flush=True)
-    measured, failures, model_types = measure_runs(runs, kb_root, args.timeout_per_run)
+    in_progress = args.out.with_name(f"{args.out.name}.inprogress")
+    save_so_far = _progress_writer(in_progress, device, stack, start)
+    measured, failures, model_types = measure_runs(runs, kb_root, args.timeout_per_run, save_so_far)
     elapsed = time.perf_counter() - start
 
     status = 0
@@ -1136,6 +1336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         try:
             write_document(document, args.out, force=args.force)
+            in_progress.unlink(missing_ok=True)
             print(f"wrote {args.out}: {len(measured)} of {len(runs)} runs in {elapsed:.0f} s", flush=True)
         except FileExistsError:
             print(f"bench.calibrate: {args.out} appeared while measuring; not written over", file=sys.stderr)

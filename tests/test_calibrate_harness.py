@@ -33,6 +33,7 @@ from bench.calibrate import (
     check_models_exist,
     decode_result,
     document_json,
+    encode_result,
     hf_config,
     hf_config_from_kb,
     load_kb_model,
@@ -108,6 +109,7 @@ def test_a_run_spec_parses_to_its_fields(text: str, expected: RunSpec) -> None:
         ("llama-3-2-1b:full_finetune:ckpt:ga4:s8192:b2", "llama-3-2-1b:full:b2:s8192:ga4:ckpt"),
         ("qwen3-8b:inference:n256:hf-static-compile:b32", "qwen3-8b:decode:static:b32:p128:n256"),
         ("qwen3-8b:decode", "qwen3-8b:decode:eager:b1:p128:n128"),
+        ("bge-m3:encode:s512:b64", "bge-m3:encode:b64:s512"),
     ],
 )
 def test_the_canonical_name_spells_every_value_out(text: str, canonical: str) -> None:
@@ -124,7 +126,11 @@ def test_the_canonical_name_parses_back_to_the_same_run(spec: RunSpec) -> None:
     [
         ("qwen3-8b", "expected MODEL:METHOD"),
         ("qwen3-8b::lora:s2048", "expected MODEL:METHOD"),
-        ("qwen3-8b:train:b1:s1", "method 'train' is not one of full, lora, decode"),
+        ("qwen3-8b:train:b1:s1", "method 'train' is not one of full, lora, decode, encode"),
+        ("bge-m3:encode:b64", "needs a sequence length"),
+        ("bge-m3:encode:s512:ckpt", "'ckpt' (checkpointing) does not apply to encode"),
+        ("bge-m3:encode:s512:n8", "'n8' (new tokens) does not apply to encode"),
+        ("bge-m3:encode:s512:r8", "'r8' (LoRA rank) does not apply to encode"),
         ("Qwen/Qwen3-8B:lora:s2048", "is not a KB model id"),
         ("qwen3-8b:lora:b4", "needs a sequence length"),
         ("qwen3-8b:full:b8", "needs a sequence length"),
@@ -161,6 +167,41 @@ def test_a_run_built_directly_is_held_to_the_same_rules() -> None:
         RunSpec("qwen3-8b", "full_finetune", seq=2048, lora_rank=16)
     with pytest.raises(RunSpecError, match="decode run needs an engine"):
         RunSpec("qwen3-8b", "inference")
+    with pytest.raises(RunSpecError, match="encode run takes only a batch and a sequence length"):
+        RunSpec("bge-m3", "encode", seq=512, checkpointing=True)
+
+
+def test_an_encoder_is_built_as_bert_with_the_kbs_shapes() -> None:
+    """bge-m3's published config.json (XLMRobertaModel): 24 layers, hidden 1024, 16 heads, intermediate
+    4096, vocabulary 250,002, 8,194 positions, one token type; built as BERT, whose shapes are the same."""
+    built = hf_config("bge-m3", KB)
+    assert built.model_type == "bert"
+    assert built.kwargs == {
+        "vocab_size": 250002,
+        "hidden_size": 1024,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "intermediate_size": 4096,
+        "max_position_embeddings": 8194,
+        "type_vocab_size": 1,
+        "hidden_act": "gelu",
+    }
+
+
+def test_an_encode_result_is_tokens_over_the_median_pass() -> None:
+    """bge-m3, 64 x 512 tokens on an H100 (data/calibration/h100-2026-11-26.json): 46.65 ms a pass."""
+    result = encode_result(
+        parse_run_spec("bge-m3:encode:b64:s512"),
+        params=567_754_752,
+        weights_bytes=1_135_509_504,
+        pass_times_s=[0.05, 0.04665, 0.04665, 0.047, 0.046],
+        peak_allocated_bytes=1_875_000_000,
+        peak_reserved_bytes=2_286_000_000,
+    )
+    assert result["method"] == "encode"
+    assert result["pass_ms"] == 46.65
+    assert result["tokens_per_s"] == pytest.approx(64 * 512 / 0.04665, abs=0.1)
+    assert result["weights_gb"] == 1.136
 
 
 def test_run_lists_and_specs_resolve_in_order_each_run_once() -> None:
@@ -344,7 +385,7 @@ def test_qwen2_5_is_built_without_head_dim_because_qwen2_derives_it() -> None:
             "gpt-oss-20b",
             "gpt-oss-20b: family 'gpt-oss' is not supported by bench.calibrate for mixture-of-experts",
         ),
-        ("bert-base", "bert-base: family 'bert' is not supported"),
+        ("modernbert-base", "modernbert-base (encoder, built as bert): position_embedding 'rope'"),
         ("mistral-small-3-1", "mistral-small-3-1 (mistral-small, built as mistral): a vision encoder"),
         ("resnet-50", "resnet-50: "),
     ],
@@ -662,12 +703,21 @@ def test_main_writes_a_valid_file_and_prints_the_failures(
     monkeypatch.setattr(calibrate, "_import", lambda name: FakeTorch())
     monkeypatch.setattr(calibrate, "measure_device", lambda gpu: {**example["device"], "gpu": gpu})
     monkeypatch.setattr(calibrate, "stack_versions", lambda: example["stack"])
-    monkeypatch.setattr(
-        calibrate, "measure_runs", lambda runs, kb, timeout: (measured, failures, {"qwen3-0-6b": "qwen3"})
-    )
     out = tmp_path / "h100.json"
+    in_progress = tmp_path / "h100.json.inprogress"
+    kept_while_measuring: list[CalibrationFile] = []
+
+    def fake_runs(runs: Any, kb: Any, timeout: Any, after_each: Any) -> Any:
+        after_each(measured, failures, {"qwen3-0-6b": "qwen3"})
+        # what was measured so far is on disk, valid, before the harness ends
+        kept_while_measuring.append(CalibrationFile.model_validate_json(in_progress.read_text("utf-8")))
+        return measured, failures, {"qwen3-0-6b": "qwen3"}
+
+    monkeypatch.setattr(calibrate, "measure_runs", fake_runs)
     status = main(["--gpu", "nvidia-h100-sxm", "--out", str(out), "--runs", "qwen3-0-6b:full:b8:s2048"])
     assert status == 1
+    assert len(kept_while_measuring[0].runs) == 1
+    assert not in_progress.exists()
     written = CalibrationFile.model_validate_json(out.read_text(encoding="utf-8"))
     assert written.device.gpu == "nvidia-h100-sxm"
     assert written.date == date.today()

@@ -172,13 +172,13 @@ def test_a_first_script_file_with_figures_this_schema_does_not_read_still_loads(
     raw = {"device": "NVIDIA H200", "mem_total_gb": 150.11, "torch": "2.11.0+cu130", "transformers": "5.17.0"}
     raw["runs"] = runs
     sized = len(runs)
-    runs.append({"name": "bge-m3", "method": "encode", "batch": 64, "seq": 512, "tokens_per_s": 1e5})
+    runs.append({"name": "bge-m3", "method": "rerank", "batch": 64, "seq": 512, "tokens_per_s": 1e5})
     path = tmp_path / "h200-2026-12-02.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
     read = load(path)
     assert len(read.runs) == sized
     # a run kind the schema has no figures for is kept in words, not dropped silently
-    assert [(f.run, f.error) for f in read.failures] == [("bge-m3", "not compared: run kind 'encode'")]
+    assert [(f.run, f.error) for f in read.failures] == [("bge-m3", "not compared: run kind 'rerank'")]
 
 
 def test_a_measured_prefill_is_compared_with_the_engines_prefill(kb: KB, tmp_path: Path) -> None:

@@ -100,7 +100,23 @@ class DecodeRun(Strict):
     warm1_s: Positive | None = None
 
 
-Run = Annotated[TrainingRun | DecodeRun, Field(discriminator="method")]
+class EncodeRun(Strict):
+    """An encoder's forward pass measured (an embedding service's work): `batch` sequences of `seq`
+    tokens read at once, nothing generated."""
+
+    model: KbId
+    method: Literal["encode"]
+    batch: Count
+    seq: Count
+    params: ParamCount | None = None
+    weights_gb: Positive | None = None
+    pass_ms: Positive = Field(description="one forward pass over the batch, milliseconds")
+    tokens_per_s: Positive = Field(description="batch x seq / pass")
+    peak_allocated_gb: Positive
+    peak_reserved_gb: Positive | None = None
+
+
+Run = Annotated[TrainingRun | DecodeRun | EncodeRun, Field(discriminator="method")]
 
 
 class Failure(Strict):

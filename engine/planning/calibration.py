@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engine.knowledge.kb import KB
 from engine.knowledge.snapshot import Unreadable, read_file
-from engine.models.calibration import CalibrationFile, DecodeRun, TrainingRun
+from engine.models.calibration import CalibrationFile, DecodeRun, EncodeRun, TrainingRun
 from engine.models.request import RecommendRequest
 from engine.planning.memory import INFERENCE_CONTEXT_BYTES, Layout, per_gpu
 from engine.planning.performance import Links, inference_speed, training_speed
@@ -30,6 +30,10 @@ TRAINING_SPEED_BAND = (0.75, 1.25)
 SERVING_MEMORY_BAND = (0.95, 1.35)
 """predicted / measured peak memory while serving (weights, KV cache, workspace); decode tokens/s are
 held to the band of the engine that ran them (engine/sizing/serving_engines.py)"""
+
+ENCODE_SPEED_BAND = (0.65, 1.35)
+"""predicted / measured tokens an encoder reads per second: the embedding servers' efficiency
+(ENCODER_EFFICIENCY) is one published figure, so its band is as wide as the serving engines'"""
 
 SINGLE_GPU = Links(gpu_to_gpu=1.0, inter_node=1.0, host=1.0)
 """one GPU: no link is crossed"""
@@ -79,8 +83,8 @@ DRIVER_NAMES = {
 
 
 REQUIRED_KEYS = frozenset({"model", "method"})
-SIZED_METHODS = frozenset({"full_finetune", "lora", "inference"})
-"""the run kinds the schema reads (TrainingRun, DecodeRun)"""
+SIZED_METHODS = frozenset({"full_finetune", "lora", "inference", "encode"})
+"""the run kinds the schema reads (TrainingRun, DecodeRun, EncodeRun)"""
 
 
 def from_measurement_script(raw: dict[str, object], file_date: str) -> dict[str, object]:
@@ -107,7 +111,9 @@ def from_measurement_script(raw: dict[str, object], file_date: str) -> dict[str,
             run.setdefault("lora_rank", 16)
         # figures that script added beside those this schema reads (it names them all, so a typo in a
         # figure it reads is still an error)
-        known = DecodeRun.model_fields if run.get("method") == "inference" else TrainingRun.model_fields
+        schemas: dict[str, type[DecodeRun | EncodeRun]] = {"inference": DecodeRun, "encode": EncodeRun}
+        schema: type[DecodeRun | EncodeRun | TrainingRun] = schemas.get(str(run.get("method")), TrainingRun)
+        known = schema.model_fields
         runs.append({key: value for key, value in run.items() if key in known or key in REQUIRED_KEYS})
     return {
         "device": {
@@ -149,7 +155,9 @@ def files(root: Path) -> list[Path]:
     return sorted(root.glob("*.json"))
 
 
-def describe(run: TrainingRun | DecodeRun) -> str:
+def describe(run: TrainingRun | DecodeRun | EncodeRun) -> str:
+    if isinstance(run, EncodeRun):
+        return f"{run.model} encode, batch {run.batch} x {run.seq}"
     if isinstance(run, TrainingRun):
         extra = ", checkpointing" if run.checkpointing else ""
         rank = f" r{run.lora_rank}" if run.lora_rank else ""
@@ -260,6 +268,46 @@ def compare_decode(kb: KB, gpu_id: str, run: DecodeRun, source: str) -> list[Com
     )
 
 
+def encode_request(run: EncodeRun) -> RecommendRequest:
+    """The request that describes a measured encoder pass: its batch of inputs, each `seq` tokens."""
+    return RecommendRequest.model_validate(
+        {
+            "workload": {
+                "task": "inference",
+                "model": run.model,
+                "batch_size": run.batch,
+                "precision": "bf16",
+                "serving": {"avg_input_tokens": run.seq},
+            }
+        }
+    )
+
+
+def compare_encode(kb: KB, gpu_id: str, run: EncodeRun, source: str) -> list[Comparison]:
+    job = resolve(encode_request(run), kb)
+    layout = Layout(method="inference", precision="bf16")
+    memory = per_gpu(job, layout)
+    speed = inference_speed(job, kb.gpus[gpu_id], layout, SINGLE_GPU)
+    return _figures(
+        source,
+        describe(run),
+        (
+            "serving memory",
+            "GB",
+            run.peak_allocated_gb,
+            (memory.total - INFERENCE_CONTEXT_BYTES) / GB,
+            SERVING_MEMORY_BAND,
+        ),
+        (
+            "encode tokens/s",
+            "tokens/s",
+            run.tokens_per_s,
+            None if speed is None else speed.aggregate_tokens_per_s,
+            ENCODE_SPEED_BAND,
+        ),
+    )
+
+
 def comparisons(kb: KB, path: Path) -> list[Comparison]:
     """Every measured figure of one file beside its prediction."""
     measured = load(path)
@@ -270,6 +318,8 @@ def comparisons(kb: KB, path: Path) -> list[Comparison]:
     for run in measured.runs:
         if isinstance(run, TrainingRun):
             found.extend(compare_training(kb, gpu, run, path.name))
+        elif isinstance(run, EncodeRun):
+            found.extend(compare_encode(kb, gpu, run, path.name))
         else:
             found.extend(compare_decode(kb, gpu, run, path.name))
     return found
