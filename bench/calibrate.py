@@ -18,7 +18,8 @@ document) imports and runs without torch, so it is tested on machines without a 
 Run specs
 ---------
 `--runs` takes run specs and list names. A list name is `default` (the 11 runs of
-data/calibration/h200-2026-11-26.json), `extended` (new shapes: `EXTENDED_RUNS`) or `all` (both).
+data/calibration/h200-2026-11-26.json), `extended` (new shapes: `EXTENDED_RUNS`), `all` (both) or
+`80gb` (the 34 runs of data/calibration/h100-2026-11-26.json, for one 80 GB GPU: about 6 minutes).
 A run spec is `MODEL:METHOD[:OPTION]...`, fields separated by colons, options in any order, each at
 most once:
 
@@ -332,10 +333,56 @@ without checkpointing (without it, scaling the qwen3-8b LoRA runs' memory per to
 an 80 GB card is expected to record it as a failure), a mixture-of-experts decode (Qwen3 30B-A3B, 61 GB of
 bf16 weights) and the static-cache compiled decode of a second model."""
 
+GPU_80GB_RUNS: tuple[RunSpec, ...] = tuple(
+    parse_run_spec(spec)
+    for spec in (
+        "qwen3-0-6b:full:b4:s2048",
+        "qwen3-1-7b:full:b4:s2048",
+        "qwen3-1-7b:full:b4:s2048:ckpt",
+        "llama-3-2-1b:full:b4:s4096:ckpt",
+        "llama-3-2-1b:full:b2:s8192:ckpt",
+        "llama-3-1-8b:lora:b1:s8192:ckpt",
+        "llama-3-1-8b:lora:b1:s4096",
+        "qwen3-8b:lora:b1:s2048",
+        "qwen3-8b:lora:b2:s2048",
+        "qwen3-8b:lora:b4:s2048:ckpt",
+        "bge-m3:encode:b64:s512",
+        "bge-m3:encode:b4:s8192",
+        "bge-large-en-v1-5:encode:b128:s512",
+        "all-minilm-l6-v2:encode:b256:s128",
+        "qwen3-8b:decode:eager:b1:p4096:n16",
+        "llama-3-1-8b:decode:eager:b8:p2048:n16",
+        "qwen3-30b-a3b:decode:eager:b1:p128:n32",
+        "qwen3-30b-a3b:decode:eager:b8:p128:n32",
+        "qwen3-8b:decode:eager:b32:p128:n64",
+        "qwen3-8b:decode:static:b1:p128:n256",
+        "qwen3-8b:decode:static:b32:p128:n256",
+        "llama-3-1-8b:decode:static:b32:p128:n256",
+        "qwen3-0-6b:full:b4:s2048:ga4",
+        "qwen3-4b:full:b2:s2048:ckpt",
+        "qwen2-5-7b:lora:b2:s2048:ckpt",
+        "mistral-7b:lora:b2:s4096:ckpt",
+        "smollm2-1-7b:full:b4:s2048:ckpt",
+        "llama-3-1-8b:lora:b2:s8192:ckpt",
+        "bge-m3:encode:b256:s128",
+        "bge-small-en-v1-5:encode:b512:s128",
+        "bge-base-en-v1-5:encode:b128:s256",
+        "qwen3-8b:decode:eager:b1:p16384:n8",
+        "qwen3-30b-a3b:decode:eager:b32:p128:n32",
+        "qwen3-0-6b:full:b8:s2048",
+    )
+)
+"""The 34 workloads of data/calibration/h100-2026-11-26.json, in its order, sized for one 80 GB GPU:
+five families' training at 2,048 to 8,192 tokens (full, LoRA, checkpointing, accumulation), encoders
+at 128 to 8,192 tokens, long prompts' prefill (4,096 to 16,384 tokens), a mixture-of-experts decode at
+batch 1, 8 and 32, static-cache compiled decode; the last (Qwen3-0.6B at 8 x 2,048, 81 GB on the H200)
+is there to run out of memory, and did."""
+
 RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
     "default": DEFAULT_RUNS,
     "extended": EXTENDED_RUNS,
     "all": DEFAULT_RUNS + EXTENDED_RUNS,
+    "80gb": GPU_80GB_RUNS,
 }
 
 

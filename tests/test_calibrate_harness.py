@@ -284,6 +284,19 @@ def test_the_default_runs_are_the_example_files_eleven_workloads_in_order(exampl
     assert [spec_workload(spec) for spec in DEFAULT_RUNS] == [workload(run) for run in example["runs"]]
 
 
+def test_the_80gb_list_is_the_h100_files_runs_in_order() -> None:
+    """data/calibration/h100-2026-11-26.json was measured with `--runs 80gb` (in two sittings): its
+    runs, then the run that ran out of memory."""
+    from engine.planning.calibration import load
+
+    measured = load(KB.parent / "data" / "calibration" / "h100-2026-11-26.json")
+    names = [spec.name for spec in calibrate.RUN_LISTS["80gb"]]
+    assert len(names) == len(measured.runs) + len(measured.failures) == 34
+    kinds = [(run.model, run.method, run.batch) for run in measured.runs]
+    assert [(s.model, s.method, s.batch) for s in calibrate.RUN_LISTS["80gb"][:33]] == kinds
+    assert [f.run for f in measured.failures] == names[33:]
+
+
 def test_the_extended_runs_add_the_shapes_asked_for() -> None:
     names = {spec.name for spec in EXTENDED_RUNS}
     assert not names & {spec.name for spec in DEFAULT_RUNS}

@@ -63,7 +63,7 @@ def test_zero_1_moves_what_ddp_moves_and_zero_2_syncs_every_micro_step() -> None
         speeds[zero] = speed.aggregate_tokens_per_s
     # Sec. 7.2.1: ZeRO-1 and ZeRO-2 move DDP's 2 x params, ZeRO-3 1.5 times that. On a slow link a 1B
     # model's sync is not hidden, so ZeRO-2's reduce-scatter every micro-step costs it speed.
-    assert speeds[1] == speeds[0]
+    assert speeds[1] == pytest.approx(speeds[0], rel=0.01)  # ZeRO-1 updates an eighth of the states
     assert speeds[3] < speeds[2] < speeds[1]
 
 

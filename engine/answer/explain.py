@@ -201,9 +201,13 @@ def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
     memory = candidate.memory
     vram = float(candidate.attrs["vram_per_gpu_gb"])
     first = f"{hardware(candidate)}: {plan_words(candidate)}."
+    free = f"{candidate.headroom_pct:.0f}% free"
+    reported = candidate.reported_gb
+    if reported is not None and abs(reported - vram) >= 0.5:  # the card's name rounds its bytes
+        free = f"{reported:.1f} GB as the driver reports it, {free}"
     parts = [
         first[:1].upper() + first[1:],  # the one name that starts in lower case: "your own computer's"
-        f"Needs {memory.total / GB:.1f} GB of {vram:g} GB per GPU ({candidate.headroom_pct:.0f}% free);"
+        f"Needs {memory.total / GB:.1f} GB of {vram:g} GB per GPU ({free});"
         f" {speed_words(candidate)}; {cost_words(candidate)}.",
     ]
     if precision := precision_words(candidate, policy):

@@ -87,6 +87,7 @@ def recommendation(
             activations_per_gpu_gb=gb(memory.activations),
             kv_cache_per_gpu_gb=gb(memory.kv_cache),
             overhead_per_gpu_gb=gb(memory.overhead),
+            reported_gb=None if c.reported_gb is None else round(c.reported_gb, 1),
         ),
         throughput=throughput_of(c),
         cost=cost_of(c),

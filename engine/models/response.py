@@ -74,7 +74,10 @@ class GpuMemory(ResponseModel):
     """Memory on each GPU after sharding, GB."""
 
     per_gpu_gb: float = Field(description="memory each GPU needs, GB")
-    headroom_pct: float = Field(description="share of the GPU's memory left free")
+    headroom_pct: float = Field(
+        description="share of the GPU's memory left free: of what the driver reports (`reported_gb`) "
+        "where that is known"
+    )
     fits: bool = Field(
         description="the plan fits each GPU: within a serving engine's share of the memory the driver "
         "reports, else that memory less the headroom kept free"
@@ -91,6 +94,11 @@ class GpuMemory(ResponseModel):
     kv_cache_per_gpu_gb: float = Field(description="KV cache on each GPU (inference), GB")
     overhead_per_gpu_gb: float = Field(
         description="the CUDA context on each GPU, and a serving engine's CUDA graph pool, GB"
+    )
+    reported_gb: float | None = Field(
+        None,
+        description="memory the driver reports on each GPU, GB (1e9 bytes): what `fits` and "
+        "`headroom_pct` are measured against; an H100 80GB reports 81,559 MiB, 85.5 GB",
     )
 
 

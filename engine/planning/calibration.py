@@ -184,7 +184,9 @@ def compare_training(kb: KB, gpu_id: str, run: TrainingRun, source: str) -> list
     job = resolve(training_request(run), kb)
     layout = Layout(method=run.method, precision="bf16", checkpointing=run.checkpointing)
     memory = per_gpu(job, layout, gradients_resident=run.gradient_accumulation > 1)
-    speed = training_speed(job, kb.gpus[gpu_id], layout, SINGLE_GPU)
+    speed = training_speed(
+        job, kb.gpus[gpu_id], layout, SINGLE_GPU, memory=memory, micro_steps=run.gradient_accumulation
+    )
     return _figures(
         source,
         describe(run),

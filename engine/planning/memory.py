@@ -129,8 +129,11 @@ def _inference(job: Job, layout: Layout) -> Breakdown:
     )
     if job.encoder:
         batched = sequences * job.context_tokens
-    workspace = workspace_bytes(job.shape, batched, sequences, tensor_parallel=layout.tp if tensor else 1)
-    graphs = CUDA_GRAPH_POOL_BYTES if engine.cuda_graphs else 0.0
+    workspace = workspace_bytes(
+        job.shape, batched, sequences, tensor_parallel=layout.tp if tensor else 1, logits=not job.encoder
+    )
+    # embedding servers (Text Embeddings Inference) run their batches without captured graphs
+    graphs = CUDA_GRAPH_POOL_BYTES if engine.cuda_graphs and not job.encoder else 0.0
     return Breakdown(
         weights=weights / layout.tp,
         gradients=0.0,

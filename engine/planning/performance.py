@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from math import floor
 
 from engine.models.kb import Gpu
-from engine.planning.memory import Breakdown, Layout, kv_dtype, micro_batch, weight_precision
+from engine.planning.memory import Breakdown, Layout, kv_dtype, micro_batch, per_gpu, weight_precision
 from engine.planning.workload import ADAPTER_METHODS, Job
 from engine.sizing import (
     GB,
@@ -21,6 +21,7 @@ from engine.sizing import (
     TFLOPS,
     decode_bytes_per_step,
     forward_flops_per_token,
+    input_embedding_params,
     kv_cache_bytes_per_token,
     lora_params,
     moe_decode_params_read,
@@ -29,7 +30,7 @@ from engine.sizing import (
 )
 from engine.sizing._checks import check_positive
 from engine.sizing.conventions import ALLREDUCE_LATENCY_S
-from engine.sizing.serving_engines import ENCODER_EFFICIENCY, moe_layer_seconds, profile
+from engine.sizing.serving_engines import encoder_efficiency, moe_pass_seconds, profile
 from engine.sizing.throughput import (
     allreduce_seconds,
     tensor_parallel_comm_seconds,
@@ -37,6 +38,7 @@ from engine.sizing.throughput import (
 from engine.sizing.training_speed import (
     FP8_TRAINING_SPEEDUP,
     achieved_utilization,
+    memory_bound_seconds,
     training_flops_per_token,
 )
 
@@ -132,12 +134,16 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
     return DecodeWork(
         sequences=sequences,
         step_bytes=step_bytes,
-        flops_per_token=forward_flops_per_token(job.active_params),
-        # causal attention over the prompt: on average half of it (Kaplan et al. 2020, Table 1)
+        flops_per_token=forward_flops_per_token(matmul_params(job)),
+        # attention: 2 x seq x q_dim per layer for the scores and as much again for their sum of the
+        # values (4 L s q a token, FlashAttention's count), halved under the causal mask; the formula's
+        # 2 L n_ctx q counts the scores alone, so it is given twice the context (an encoder) or the
+        # prompt (causal). Counting half of this put bge-m3 at 8,192 tokens 1.4x off its 512-token
+        # efficiency on an H100 (data/calibration/h100-2026-11-26.json).
         prefill_flops_per_token=forward_flops_per_token(
-            job.active_params,
+            matmul_params(job),
             n_layers=shape.n_layers,
-            context_tokens=max(1, prompt // (1 if job.encoder else 2)),
+            context_tokens=max(1, prompt * (2 if job.encoder else 1)),
             attention_dim=shape.q_dim,
         ),
         prompt_tokens=prompt,
@@ -184,17 +190,17 @@ def inference_speed(
             tokens, shape.hidden_size, shape.n_layers, layout.tp, link, latency_s=links.latency_s
         )
 
-    share = ENCODER_EFFICIENCY if job.encoder else engine.prefill_efficiency
+    share = prefill_share(job)
     compute_rate = peak * ways * share / work.prefill_flops_per_token
-    launch = job.shape.n_layers * engine.layer_dispatch_s  # a forward pass's kernels, launched by the host
     batch_prompts = work.sequences * work.prompt_tokens  # read in one forward pass
+    launch = _prefill_launch(job, batch_prompts)
     prefill_rate = batch_prompts / max(launch, batch_prompts / compute_rate + all_reduces(batch_prompts))
     first_token = max(launch, work.prompt_tokens / compute_rate + all_reduces(work.prompt_tokens))
     if job.encoder:
         return _encoder_speed(job, work, layout, prefill_rate, first_token)
     streaming = work.step_bytes / (gpu.memory_bandwidth_gbs * GB * ways * engine.bandwidth_efficiency)
     matmuls = work.sequences * work.flops_per_token / (peak * ways * engine.decode_compute_efficiency)
-    experts = job.shape.n_moe_layers * moe_layer_seconds(ways)
+    experts = moe_pass_seconds(engine, job.shape, work.sequences, ways)
     step = max(job.shape.n_layers * engine.layer_dispatch_s, streaming + matmuls + experts)
     step += all_reduces(work.sequences)  # one new token per sequence
     concurrent = _concurrent(memory, budget, work, layout)
@@ -203,6 +209,23 @@ def inference_speed(
     return Speed(
         per_sequence, per_sequence * job.batch, concurrent, None, prefill_rate * layout.dp, first_token
     )
+
+
+def _prefill_launch(job: Job, tokens: int) -> float:
+    """The host's time to launch a prompt's forward pass: one layer after another, or for an engine
+    that loops over the experts, the experts the prompts visit where they take longer."""
+    engine = profile(job.engine)
+    launch = job.shape.n_layers * engine.prefill_launch_s
+    if engine.moe_expert_visit_s is not None:
+        launch = max(launch, moe_pass_seconds(engine, job.shape, tokens))
+    return launch
+
+
+def prefill_share(job: Job) -> float:
+    """The share of the dense peak the job's prompts (an encoder's inputs) are read at."""
+    if job.encoder:
+        return encoder_efficiency(job.shape.hidden_size)
+    return profile(job.engine).prefill_share(moe=job.is_moe)
 
 
 def _encoder_speed(
@@ -235,15 +258,28 @@ def training_peak_flops(gpu: Gpu, precision: str) -> float | None:
     return peak_flops(gpu, precision)
 
 
+def matmul_params(job: Job) -> float:
+    """The active parameters a token is multiplied by: less the tables that are looked up. A decoder's
+    untied input embedding is a lookup (a tied one is also its LM head, a matmul); an encoder has no LM
+    head, so its whole input embedding (tokens, positions, types) is: bge-m3's 250,002-token table is
+    256M of its 568M parameters, and counting it halved the encode speed against an H100's measurement
+    (data/calibration/h100-2026-11-26.json)."""
+    shape = job.shape
+    if job.encoder:
+        lookup = float(input_embedding_params(shape))
+    else:
+        lookup = 0.0 if shape.tie_word_embeddings else float(shape.vocab_size * shape.hidden_size)
+    lookup *= job.params / total_params(shape)  # an estimated shape's count differs from the stated one
+    # a floor against a shape estimated from a count alone (its embedding guessed too large)
+    return max(job.active_params - lookup, job.active_params / (10 if job.encoder else 2))
+
+
 def training_flops(job: Job, layout: Layout) -> float:
     """FLOPs per trained token for the layout's method and checkpointing (training_flops_per_token over
-    the matmul parameters: the active ones, less an untied input embedding, which is a lookup)."""
+    the matmul parameters, `matmul_params`)."""
     shape = job.shape
-    lookup = 0.0 if shape.tie_word_embeddings else float(shape.vocab_size * shape.hidden_size)
-    lookup *= job.params / total_params(shape)  # an estimated shape's count differs from the stated one
-    matmul = max(job.active_params - lookup, job.active_params / 2)
     return training_flops_per_token(
-        matmul,
+        matmul_params(job),
         n_layers=shape.n_layers,
         seq_len=job.seq_len,
         q_dim=shape.q_dim,
@@ -299,8 +335,46 @@ def method_utilization(job: Job, method: str) -> float:
     return achieved_utilization(job.training_stack, job.shape.hidden_size, adapters=method in ADAPTER_METHODS)
 
 
+def _memory_bound(job: Job, gpu: Gpu, layout: Layout, memory: Breakdown | None, micro_steps: float) -> float:
+    """A Hugging Face-class micro-step's memory-bound time on each GPU
+    (training_speed.memory_bound_seconds); a tuned stack's published MFU is end to end, so it adds none."""
+    if job.training_stack != "huggingface":
+        return 0.0
+    held = memory or per_gpu(job, layout)
+    # ZeRO-3 gathers each layer's whole weights on every GPU to compute with them: their casts and
+    # gradients move there unsharded; the optimizer updates only the GPU's shard
+    weights = held.weights * (layout.dp if layout.zero == 3 else 1)
+    return memory_bound_seconds.unchecked(
+        held.activations, weights, held.optimizer, gpu.memory_bandwidth_gbs * GB, micro_steps
+    )
+
+
+def _exposed_sync(layout: Layout, trained: float, compute: float, link: float, micro_steps: float) -> float:
+    """The data-parallel communication a micro-step leaves exposed (see `training_speed`)."""
+    if layout.dp <= 1:
+        return 0.0
+    sync = allreduce_seconds.unchecked(2.0 * trained / layout.tp, layout.dp, link)
+    if layout.zero == 3 or layout.offload:
+        return max(0.0, ZERO3_COMM_VOLUME * sync - compute)
+    if layout.zero == 2:
+        # Gradients reduce-scattered during every micro-step's backward (half an all-reduce);
+        # the updated weights all-gathered once per optimizer step, behind the next forward.
+        every = max(0.0, sync / 2 - BACKWARD_SHARE * compute)
+        return every + max(0.0, sync / 2 - (1 - BACKWARD_SHARE) * compute) / micro_steps
+    # DDP, and ZeRO-1, whose reduce-scatter plus all-gather move what one all-reduce does
+    return max(0.0, sync - BACKWARD_SHARE * compute) / micro_steps
+
+
 def training_speed(
-    job: Job, gpu: Gpu, layout: Layout, links: Links, *, nodes: int = 1, work: TrainingWork | None = None
+    job: Job,
+    gpu: Gpu,
+    layout: Layout,
+    links: Links,
+    *,
+    nodes: int = 1,
+    work: TrainingWork | None = None,
+    memory: Breakdown | None = None,
+    micro_steps: float | None = None,
 ) -> Speed | None:
     """Training tokens/s over all GPUs, and the hours for `training_tokens` (None without a FLOPS figure).
 
@@ -320,7 +394,9 @@ def training_speed(
       Rajbhandari et al. 2020), prefetched while computing, so only what exceeds the compute is added.
     An all-reduce per 2,048-token micro-step left exposed made 8 H100s deliver 12% of their peak, and
     more GPUs slower than fewer.
-    `work` is `training_work(job, layout)`, when the caller has it already.
+    `work` is `training_work(job, layout)` and `memory` the layout's bytes per GPU (`per_gpu`), when
+    the caller has them already; `micro_steps` per optimizer step are those of GLOBAL_BATCH_TOKENS
+    unless given (a measured step states its own).
     """
     peak = training_peak_flops(gpu, layout.precision)
     if peak is None:
@@ -328,24 +404,14 @@ def training_speed(
     gpus = layout.tp * layout.dp
     step_tokens = max(job.batch, layout.dp) * job.seq_len
     work = work or training_work(job, layout)
+    micro_steps = micro_steps or max(1.0, GLOBAL_BATCH_TOKENS.get(layout.method, 2**18) / step_tokens)
     compute = work.flops_per_token * step_tokens / (gpus * peak * work.utilization)
-    step = compute
+    compute += _memory_bound(job, gpu, layout, memory, micro_steps)
     trained = work.trained
     link = links.gpu_to_gpu if nodes == 1 else min(links.gpu_to_gpu, links.inter_node)
     if layout.dp > 1 or layout.tp > 1:  # the sizing below is unchecked, and a KB link may be 0
         link = check_positive("link_bandwidth_bytes_per_s", link)
-    micro_steps = max(1.0, GLOBAL_BATCH_TOKENS.get(layout.method, 2**18) / step_tokens)
-    if layout.dp > 1:
-        sync = allreduce_seconds.unchecked(2.0 * trained / layout.tp, layout.dp, link)
-        if layout.zero == 3 or layout.offload:
-            step += max(0.0, ZERO3_COMM_VOLUME * sync - compute)
-        elif layout.zero == 2:
-            # Gradients reduce-scattered during every micro-step's backward (half an all-reduce);
-            # the updated weights all-gathered once per optimizer step, behind the next forward.
-            step += max(0.0, sync / 2 - BACKWARD_SHARE * compute)
-            step += max(0.0, sync / 2 - (1 - BACKWARD_SHARE) * compute) / micro_steps
-        else:  # DDP, and ZeRO-1, whose reduce-scatter plus all-gather move what one all-reduce does
-            step += max(0.0, sync - BACKWARD_SHARE * compute) / micro_steps
+    step = compute + _exposed_sync(layout, trained, compute, link, micro_steps)
     if layout.tp > 1:
         tokens = max(1, step_tokens // layout.dp)
         step += TP_TRAINING_COMM_FACTOR * tensor_parallel_comm_seconds.unchecked(

@@ -21,7 +21,7 @@ from engine.models.rule import Scalar
 from engine.planning import deadline
 from engine.planning.candidates import Option
 from engine.planning.economics import Costs
-from engine.planning.memory import Breakdown, Layout
+from engine.planning.memory import Breakdown, Layout, reported_bytes
 from engine.planning.performance import (
     Speed,
     decode_work,
@@ -63,6 +63,9 @@ class Candidate:
     """copies beyond those the serving demand needs (an availability target's spare)"""
     deadline_share: float | None = None
     """a training run's hours over its deadline's (None without either): how little slack it leaves"""
+    reported_gb: float | None = None
+    """the memory the driver reports on each GPU, GB: what the fit and `headroom_pct` are measured
+    against (an H100 80GB reports 81,559 MiB, 85.5 GB)"""
 
     @property
     def gpu_count(self) -> int:
@@ -237,7 +240,7 @@ class Planner:
                 host_short = host  # CPU offload needs more RAM than the machine has
                 continue
             fitted = True
-            outcome = self._try(option, entry, capacity, memory)
+            outcome = self._try(option, entry, memory)
             if isinstance(outcome, Candidate):
                 return outcome
             if outcome is not None:
@@ -254,9 +257,7 @@ class Planner:
             return None  # no layout for this many GPUs (no multi-GPU strategy applies)
         return Rejection(option, self.checks.fits_rule, self.fit.too_small(option, least))
 
-    def _try(
-        self, option: Option, entry: SizedSpec, capacity: float, memory: Breakdown
-    ) -> Candidate | Rejection | None:
+    def _try(self, option: Option, entry: SizedSpec, memory: Breakdown) -> Candidate | Rejection | None:
         """The plan of the entry's spec on the option, which fits its memory (`memory` per GPU)."""
         spec, job, links = entry.spec, self.job, option.links
         # A key of plain values: hashing the Layout and Links dataclasses per plan costs more.
@@ -298,11 +299,12 @@ class Planner:
         matched = [
             p for p, rest in checks.preferences if not rest or passes_residual(rest, plan, option_attrs)
         ]
+        reported = reported_bytes(option.gpu)
         return Candidate(
             option=option,
             spec=spec,
             memory=memory,
-            headroom_pct=(1 - memory.total / (capacity * GB)) * 100,
+            headroom_pct=(1 - memory.total / reported) * 100,
             speed=speed,
             copies=copies,
             costs=priced,
@@ -310,6 +312,7 @@ class Planner:
             preference=sum(p.weight for p in matched),
             preferred_by=tuple(p.rule for p in matched),
             spares=self.spares,
+            reported_gb=reported / GB,
             deadline_share=None if hours is None or not job.deadline_hours else hours / job.deadline_hours,
         )
 
@@ -340,7 +343,9 @@ def speed_of(job: Job, fit: PlanFit, option: Option, layout: Layout) -> Speed | 
     step = memo.training_work.get(key)
     if step is None:
         step = memo.training_work[key] = training_work(job, layout)
-    return training_speed(job, option.gpu, layout, option.links, nodes=option.nodes, work=step)
+    return training_speed(
+        job, option.gpu, layout, option.links, nodes=option.nodes, work=step, memory=fit.memory(layout)
+    )
 
 
 def _with_figures(rule_filter: Filter, speed: Speed) -> str:

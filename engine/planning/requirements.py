@@ -8,11 +8,11 @@ from engine.models.request import RecommendRequest
 from engine.models.response import Bound, JobMemory, Requirements
 from engine.models.rule import Scalar
 from engine.planning.memory import Layout, per_gpu, reported_bytes, serving_budget
-from engine.planning.performance import method_utilization
+from engine.planning.performance import method_utilization, prefill_share
 from engine.planning.workload import DEFAULT_TOKENS_PER_S_PER_USER, ENCODER_LATENCY_S, Job
 from engine.reasoning.conditions import Facts
 from engine.sizing import GB, required_tokens_per_second
-from engine.sizing.serving_engines import ENCODER_EFFICIENCY, profile
+from engine.sizing.serving_engines import profile
 
 STACK_WORDS = {
     "huggingface": "a Hugging Face Trainer-class eager PyTorch stack (bf16 autocast, SDPA, PEFT); "
@@ -181,7 +181,7 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
         found["serving_engine"] = job.engine
         found["serving_engine_source"] = engine.source
         found["decode_bandwidth_efficiency"] = engine.bandwidth_efficiency
-        found["prefill_flops_share"] = ENCODER_EFFICIENCY if job.encoder else engine.prefill_efficiency
+        found["prefill_flops_share"] = round(prefill_share(job), 3)
         if engine.memory_utilization < 1.0:
             found["gpu_memory_utilization"] = engine.memory_utilization
         found["context_tokens"] = float(job.context_tokens)

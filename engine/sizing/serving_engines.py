@@ -17,13 +17,16 @@ from typing import Literal, get_args
 
 from engine.sizing._checks import check_choice, check_non_negative_int, check_positive_int
 from engine.sizing.shape import TransformerShape
+from engine.sizing.throughput import moe_expected_experts
 
 __all__ = [
     "ENCODER_EFFICIENCY",
     "ENGINES",
     "Engine",
     "EngineProfile",
+    "encoder_efficiency",
     "moe_layer_seconds",
+    "moe_pass_seconds",
     "profile",
     "workspace_bytes",
 ]
@@ -32,10 +35,18 @@ Engine = Literal["vllm", "sglang", "hf-static-compile", "hf-eager"]
 ENGINES: tuple[str, ...] = get_args(Engine)
 
 ENCODER_EFFICIENCY = 0.35
-"""Share of the dense peak an embedding server reaches encoding batches of short documents: Text
-Embeddings Inference 0.6 encodes 0.54 requests/s of 256 sentences (115,000 tokens) with bge-large-en-v1.5
-(0.335B, 0.69 GFLOP a token) on one L4 (121 dense bf16 TFLOP/s): 62k tokens/s, 0.35 of the peak
-(michaelfeil/infinity, docs/benchmarks)."""
+"""Share of the dense peak an embedding server reaches encoding batches of short documents with a
+1,024-wide encoder: Text Embeddings Inference 0.6 encodes 0.54 requests/s of 256 sentences (115,000
+tokens) with bge-large-en-v1.5 (0.335B, 0.69 GFLOP a token) on one L4 (121 dense bf16 TFLOP/s): 62k
+tokens/s, 0.35 of the peak (michaelfeil/infinity, docs/benchmarks). The bare forward pass reaches 0.45
+at that width on an H100 (data/calibration/h100-2026-11-26.json): a server keeps about 0.77 of it."""
+ENCODER_REFERENCE_WIDTH = 1024
+"""the hidden size ENCODER_EFFICIENCY was measured at (bge-large-en-v1.5)"""
+ENCODER_HALF_WIDTH = 2272
+"""Hidden size at which an encoder's forward pass reaches half the share it would on infinitely wide
+layers (fitted to the H100 encode runs, data/calibration/h100-2026-11-26.json)"""
+ENCODER_CEILING = 0.53
+"""no encoder is taken to beat a decoder's prefill share (`prefill_efficiency` of vLLM)"""
 
 MOE_LAYER_SECONDS = 102e-6
 """One MoE layer's fixed cost per decode step on one GPU: Qwen3-30B-A3B in bf16 on an A100 under vLLM
@@ -73,6 +84,25 @@ class EngineProfile:
     band: tuple[float, float]
     """predicted / measured decode tokens/s this profile is held to"""
     source: str
+    prefill_dispatch_s: float | None = None
+    """host time to launch one layer's kernels when reading a prompt (None: `layer_dispatch_s`)"""
+    moe_prefill_efficiency: float | None = None
+    """share of dense peak FLOPS a mixture-of-experts model's prompt processing reaches (None: the
+    dense `prefill_efficiency`)"""
+    moe_expert_visit_s: float | None = None
+    """host time per expert a forward pass visits in one MoE layer, for an engine that loops over the
+    experts the tokens were routed to (None: a fused MoE kernel, costing MOE_LAYER_SECONDS a layer)"""
+
+    @property
+    def prefill_launch_s(self) -> float:
+        """host time to launch one layer's kernels when reading a prompt"""
+        return self.layer_dispatch_s if self.prefill_dispatch_s is None else self.prefill_dispatch_s
+
+    def prefill_share(self, *, moe: bool) -> float:
+        """share of dense peak FLOPS this engine's prompt processing reaches"""
+        if moe and self.moe_prefill_efficiency is not None:
+            return self.moe_prefill_efficiency
+        return self.prefill_efficiency
 
 
 _VLLM = EngineProfile(
@@ -93,6 +123,13 @@ _VLLM = EngineProfile(
     band=(0.65, 1.35),
     source="vLLM / SGLang with CUDA graphs: SGLang PR 1401 (Llama-3-8B bf16 batch 1), gpt-fast README",
 )
+HF_EAGER_LAYER_DISPATCH_S = 1.1e-3
+"""Host time to launch one decoder layer's kernels in Hugging Face eager mode, per forward pass. The host
+decides it: Qwen3-8B decodes at 58.4 ms a step (36 layers, 1.6 ms each) on one H200 machine and 30.5 ms
+(0.85 ms each) on one H100 machine, Llama-3.1-8B at 23.1 ms (32 layers, 0.72 ms each), whatever the batch
+(data/calibration/h200-2026-11-26.json, h100-2026-11-26.json). 1.1 ms sits between the hosts measured,
+and the hf-eager band (0.6-1.5) holds both."""
+
 _HF_STATIC = EngineProfile(
     name="hf-static-compile",
     batched_tokens=0,
@@ -106,6 +143,16 @@ _HF_STATIC = EngineProfile(
     memory_utilization=1.0,
     band=(0.75, 1.25),
     source="data/calibration/h200-2026-11-26.json (Hugging Face generate, static cache, compiled)",
+    # generate compiles the decode step only; the prompt is read eagerly: a 128-token prompt takes
+    # 48.7 ms on an H100 (36 layers), as in eager mode (data/calibration/h100-2026-11-26.json)
+    prefill_dispatch_s=HF_EAGER_LAYER_DISPATCH_S,
+    # Hugging Face's mixture-of-experts layers loop over the experts the tokens were routed to
+    # (data/calibration/h100-2026-11-26.json, Qwen3-30B-A3B on an H100): 32 x 128 prompt tokens are read
+    # at 24.5k tokens/s, 0.15 of the peak where a dense model reaches 0.53; a decode step takes 57.6,
+    # 49.3 and 110.4 ms at batch 1, 8 and 32, the experts it visits (8, 52 and 112 of 128 in each of
+    # 48 layers) costing 13.8 us each beyond streaming them, under the host's 53 ms for the layers
+    moe_prefill_efficiency=0.15,
+    moe_expert_visit_s=13.8e-6,
 )
 _PROFILES: dict[str, EngineProfile] = {
     "vllm": _VLLM,
@@ -117,15 +164,16 @@ _PROFILES: dict[str, EngineProfile] = {
         source="SGLang PR 1401 (Llama-3-8B bf16 batch 1, triton backend, CUDA graphs)",
     ),
     "hf-static-compile": _HF_STATIC,
-    # data/calibration/h200-2026-11-26.json: Qwen3-8B eager decode takes 58.4 ms per step at batch 1
-    # and 55.4 ms at 32, whatever the batch: the host launching 36 layers' kernels, 1.6 ms each.
+    # eager decode is the host launching each layer's kernels, whatever the batch
+    # (HF_EAGER_LAYER_DISPATCH_S)
     "hf-eager": replace(
         _HF_STATIC,
         name="hf-eager",
         cuda_graphs=False,
-        layer_dispatch_s=1.6e-3,
-        band=(0.6, 1.4),
-        source="data/calibration/h200-2026-11-26.json (Hugging Face generate, eager, dynamic cache)",
+        layer_dispatch_s=HF_EAGER_LAYER_DISPATCH_S,
+        band=(0.6, 1.5),
+        source="data/calibration/h200-2026-11-26.json and h100-2026-11-26.json (Hugging Face generate, "
+        "eager, dynamic cache)",
     ),
 }
 
@@ -133,6 +181,36 @@ _PROFILES: dict[str, EngineProfile] = {
 def profile(engine: Engine) -> EngineProfile:
     """The engine's profile (ValueError for an unknown engine)."""
     return _PROFILES[check_choice("engine", engine, ENGINES)]
+
+
+def encoder_efficiency(hidden_size: int) -> float:
+    """Share of the dense peak an embedding server reaches with an encoder `hidden_size` wide (fraction).
+
+    Formula: ``min(0.53, 0.35 x w(h) / w(1,024))``, ``w(h) = h / (h + 2,272)``: the TEI figure at
+    bge-large's width (:data:`ENCODER_EFFICIENCY`), scaled by width as the bare forward pass scales on
+    an H100: 0.20-0.23 at h 384 (all-MiniLM-L6, bge-small), 0.39 at 768 (bge-base), 0.45-0.46 at 1,024
+    (bge-large, bge-m3) (data/calibration/h100-2026-11-26.json): narrow layers leave the GPU to
+    element-wise kernels.
+    """
+    h = check_positive_int("hidden_size", hidden_size)
+    reference = ENCODER_REFERENCE_WIDTH / (ENCODER_REFERENCE_WIDTH + ENCODER_HALF_WIDTH)
+    return min(ENCODER_CEILING, ENCODER_EFFICIENCY * h / (h + ENCODER_HALF_WIDTH) / reference)
+
+
+def moe_pass_seconds(
+    engine: EngineProfile, shape: TransformerShape, tokens: int, tensor_parallel: int = 1
+) -> float:
+    """Fixed cost of a forward pass's MoE layers over `tokens` tokens (s): ``MoE layers x t``, ``t`` =
+    :func:`moe_layer_seconds` for a fused kernel, or ``visit x expected experts`` (``moe_expected_experts``)
+    for an engine that loops over them (`EngineProfile.moe_expert_visit_s`); 0 for a dense model."""
+    if not shape.is_moe:
+        return 0.0
+    if engine.moe_expert_visit_s is None:
+        return shape.n_moe_layers * moe_layer_seconds(tensor_parallel)
+    visited = moe_expected_experts(
+        shape.n_experts, shape.experts_per_token, check_positive_int("tokens", tokens)
+    )
+    return shape.n_moe_layers * engine.moe_expert_visit_s * visited
 
 
 def moe_layer_seconds(tensor_parallel: int = 1) -> float:
@@ -148,22 +226,31 @@ typical model (vLLM PR 30515); captures run 0.3-1 GiB."""
 
 
 def workspace_bytes(
-    shape: TransformerShape, batched_tokens: int, sequences: int, *, tensor_parallel: int = 1
+    shape: TransformerShape,
+    batched_tokens: int,
+    sequences: int,
+    *,
+    tensor_parallel: int = 1,
+    logits: bool = True,
 ) -> float:
     """The activations a serving forward pass holds at its peak, per GPU (bytes).
 
-    Formula: ``batched_tokens x 2 x (3 i + 2 q + 2 kv) / t`` (one layer's widest transients in 16-bit:
-    the MLP's gate and up outputs and their product, the queries, keys, values and attention output;
-    MoE: the experts a token visits) ``+ sequences x V x 16`` (the last positions' logits in fp32 and
-    the sampler's probabilities and sorted copies), plus the pool of captured CUDA graphs where the
-    engine uses them (:data:`CUDA_GRAPH_POOL_BYTES`, added by the caller). vLLM profiles exactly this:
-    a forward of ``max_num_batched_tokens`` (8,192 with chunked prefill) whose peak it reserves
-    (vLLM, ``determine_available_memory``: 'PyTorch activation peak memory takes 2.53GiB' for a 7.5 GiB
-    model, vLLM issue 11251).
+    Formula: ``batched_tokens x 2 x (m i + 2 q + 2 kv) / t`` (one layer's widest transients in 16-bit:
+    the MLP's outputs, m = 3 for a gated MLP (gate, up and their product), 2 for a dense one (the up
+    projection and its activation); the queries, keys, values and attention output; MoE: the experts a
+    token visits) ``+ sequences x V x 16`` where the model has an LM head (`logits`: the last positions'
+    logits in fp32 and the sampler's probabilities and sorted copies), plus the pool of captured CUDA
+    graphs where the engine uses them (:data:`CUDA_GRAPH_POOL_BYTES`, added by the caller). vLLM profiles
+    exactly this: a forward of ``max_num_batched_tokens`` (8,192 with chunked prefill) whose peak it
+    reserves (vLLM, ``determine_available_memory``: 'PyTorch activation peak memory takes 2.53GiB' for a
+    7.5 GiB model, vLLM issue 11251). An encoder, which has no LM head, peaks at its weights plus the
+    first term: bge-m3 over 64 x 512 tokens held 0.74 GB beside its 1.14 GB of bf16 weights on an H100
+    (data/calibration/h100-2026-11-26.json), where the formula gives 0.81 GB.
     """
     tokens = check_non_negative_int("batched_tokens", batched_tokens)
     seqs = check_positive_int("sequences", sequences)
     t = check_positive_int("tensor_parallel", tensor_parallel)
     width = shape.experts_per_token * shape.expert_size if shape.is_moe else shape.intermediate_size
-    per_token = 2.0 * (3 * width + 2 * shape.q_dim + 2 * shape.kv_dim) / t
-    return tokens * per_token + seqs * shape.vocab_size * 16.0
+    mlp_outputs = 3 if shape.mlp == "gated" else 2
+    per_token = 2.0 * (mlp_outputs * width + 2 * shape.q_dim + 2 * shape.kv_dim) / t
+    return tokens * per_token + (seqs * shape.vocab_size * 16.0 if logits else 0.0)

@@ -79,10 +79,11 @@ def how_to_get(option: Recommendation, code: Escape) -> str:
 
 
 def memory(option: Recommendation) -> str:
-    return (
-        f"{option.memory.per_gpu_gb:,.1f} of {option.vram_per_gpu_gb:,.0f} GB "
-        f"({option.memory.headroom_pct:.0f}% free)"
-    )
+    held = option.memory
+    free = f"{held.headroom_pct:.0f}% free"
+    if held.reported_gb is not None and abs(held.reported_gb - option.vram_per_gpu_gb) >= 0.5:
+        free = f"{held.reported_gb:,.1f} GB reported, {free}"  # the card's name rounds its bytes
+    return f"{held.per_gpu_gb:,.1f} of {option.vram_per_gpu_gb:,.0f} GB ({free})"
 
 
 def speed(option: Recommendation) -> str:
