@@ -515,8 +515,8 @@ def test_a_service_for_a_team_runs_on_a_mature_serving_stack() -> None:
 def test_time_counts_near_the_deadline() -> None:
     """Issue 23 item 4: in `balanced`, of two single-GPU options an option that finishes in at most half
     the time for at most a tenth more ranks first (docs/ranking.md, the 1B example: one RTX 4090 takes
-    604 h of the 720 h month for $4,403, one RTX 5090 455 h for $4,797; the slack factor
-    1/sqrt(1 - T/D) weighs them 2.49x and 1.65x)."""
+    607 h of the 720 h month for $4,404, one RTX 5090 457 h for $4,797; the slack factor
+    1/sqrt(1 - T/D) weighs them 2.52x and 1.65x)."""
     answer = ask(
         {"task": "pretrain", "params_b": 1, "training_tokens_b": 20},
         {"on_prem_only": True, "budget_usd": 40000},

@@ -25,14 +25,14 @@ QWEN3_30B_A3B = model_shape("qwen3-30b-a3b")
 
 def test_the_memory_bound_term_slows_a_gpu_of_the_same_peak_by_its_bandwidth() -> None:
     """Qwen3-8B LoRA, 1 x 2,048 tokens: 8,979 tokens/s on the H200, 7,421 on the H100, both 989
-    TFLOP/s: 48 ms a step apart, of which the bytes moved at 3.35 against 4.8 TB/s explain 21 ms (the
+    TFLOP/s: 48 ms a step apart, of which the bytes moved at 3.35 against 4.8 TB/s explain 20 ms (the
     rest is within the 25% band: data/calibration, tests/test_calibration.py)."""
     activations, weights = 20e9, 16.6e9
     h100 = memory_bound_seconds(activations, weights, 0.0, H100_BANDWIDTH)
     h200 = memory_bound_seconds(activations, weights, 0.0, H200_BANDWIDTH)
-    assert h100 == pytest.approx((4.5 * 20e9 + 8 * 16.6e9) / H100_BANDWIDTH)
+    assert h100 == pytest.approx((5.5 * 20e9 + 6.5 * 16.6e9) / H100_BANDWIDTH)
     assert h100 / h200 == pytest.approx(4.8 / 3.35)
-    assert h100 - h200 == pytest.approx(0.020, abs=0.001)
+    assert h100 - h200 == pytest.approx(0.0196, abs=0.0005)
 
 
 def test_the_optimizer_state_moves_once_per_optimizer_step() -> None:
@@ -44,7 +44,7 @@ def test_the_optimizer_state_moves_once_per_optimizer_step() -> None:
 
 
 def test_narrow_models_reach_less_of_the_peak_and_wide_ones_the_stacks_ceiling() -> None:
-    assert achieved_utilization("huggingface", 1024) == pytest.approx(0.228, abs=0.001)  # Qwen3-0.6B
+    assert achieved_utilization("huggingface", 1024) == pytest.approx(0.238, abs=0.001)  # Qwen3-0.6B
     assert achieved_utilization("huggingface", 4096) == 0.40
     assert achieved_utilization("huggingface", 4096, adapters=True) == pytest.approx(0.34)
     assert achieved_utilization("megatron-lm", 8192) == 0.47
