@@ -187,6 +187,23 @@ def test_a_first_script_file_with_figures_this_schema_does_not_read_still_loads(
     assert [(f.run, f.error) for f in read.failures] == [("bge-m3", "not compared: run kind 'rerank'")]
 
 
+def test_an_encode_run_with_its_speed_alone_is_compared_on_speed(kb: KB, tmp_path: Path) -> None:
+    """A measurement script that records an encoder's tokens/s but not its memory (bge-m3, 64 x 512
+    tokens on an H100: 702,380 tokens/s, data/calibration/h100-2026-11-26.json) is held to its speed."""
+    raw = {
+        "device": "NVIDIA H100 80GB HBM3",
+        "mem_total_gb": 85.02,
+        "torch": "2.11.0",
+        "transformers": "5.17.0",
+    }
+    raw["runs"] = [{"name": "bge-m3", "method": "encode", "batch": 64, "seq": 512, "tokens_per_s": 702380.0}]
+    path = tmp_path / "h100-2026-12-04.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    (speed,) = comparisons(kb, path)
+    assert speed.quantity == "encode tokens/s" and speed.measured == 702380.0
+    assert speed.within
+
+
 def test_a_measured_prefill_is_compared_with_the_engines_prefill(kb: KB, tmp_path: Path) -> None:
     """A decode run that records its one-token generate (`prefill_ms`) is held to the prefill figure
     too: Hugging Face eager launches 36 layers' kernels at 1.1 ms each for a 128-token prompt

@@ -110,9 +110,11 @@ class EncodeRun(Strict):
     seq: Count
     params: ParamCount | None = None
     weights_gb: Positive | None = None
-    pass_ms: Positive = Field(description="one forward pass over the batch, milliseconds")
+    pass_ms: Positive | None = Field(None, description="one forward pass over the batch, milliseconds")
     tokens_per_s: Positive = Field(description="batch x seq / pass")
-    peak_allocated_gb: Positive
+    peak_allocated_gb: Positive | None = Field(
+        None, description="torch.cuda.max_memory_allocated less the base, 1e9 B (None: speed only)"
+    )
     peak_reserved_gb: Positive | None = None
 
 

@@ -296,8 +296,8 @@ def compare_encode(kb: KB, gpu_id: str, run: EncodeRun, source: str) -> list[Com
         (
             "serving memory",
             "GB",
-            run.peak_allocated_gb,
-            (memory.total - INFERENCE_CONTEXT_BYTES) / GB,
+            run.peak_allocated_gb or 0.0,
+            None if run.peak_allocated_gb is None else (memory.total - INFERENCE_CONTEXT_BYTES) / GB,
             SERVING_MEMORY_BAND,
         ),
         (
