@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from cli.main import main
 from engine.answer.chart_data import Point, break_even, pareto_front
+from engine.answer.charts import break_even_chart
 from engine.answer.report import STYLE, report_html
 from engine.models.request import RecommendRequest
 from engine.recommend import Advisor
@@ -97,6 +98,22 @@ def test_the_break_even_month_is_capex_over_the_monthly_saving(advisor: Advisor)
         assert month <= request.constraints.horizon_months
     else:
         assert saving <= 0 or bought.cost.capex_usd / saving > request.constraints.horizon_months
+
+
+def test_the_break_even_legend_names_each_line_as_its_table_row_does(advisor: Advisor) -> None:
+    """A reviewer reads "#2 1 x NVIDIA RTX PRO 6000 Blackwell ..." in the legend, not a KB id."""
+    request = RecommendRequest.model_validate({**SERVE_70B, "top_k": 20})
+    answer = advisor.recommend(request)
+    found = break_even(answer, request.constraints.horizon_months)
+    chart = break_even_chart(answer, request.constraints.horizon_months)
+    assert found is not None and chart is not None
+    bought, rented, _ = found
+    layers = chart.get("layer", [chart])  # one layer when the lines never cross
+    names = {row["option"] for layer in layers for row in layer["data"]["values"] if "option" in row}
+    assert names == {
+        f"buy: #{bought.rank} {bought.gpu_count} x {bought.gpu_name} ({bought.provider or 'buy'})",
+        f"rent: #{rented.rank} {rented.gpu_count} x {rented.gpu_name} ({rented.provider})",
+    }
 
 
 def test_post_report_is_an_html_page(client: TestClient) -> None:

@@ -41,6 +41,12 @@ def wrapped_label(rec: Recommendation) -> str:
     return f"#{rec.rank} {rec.gpu_count} x {rec.gpu}{LINE_BREAK}({where})"
 
 
+def named_label(rec: Recommendation) -> str:
+    """An option by the name its table row gives (a legend has room for it; an axis label does not)."""
+    where = rec.provider or rec.acquisition
+    return f"#{rec.rank} {rec.gpu_count} x {rec.gpu_name} ({where})"
+
+
 def _data(values: list[dict[str, Any]]) -> Any:
     """Inline rows for a chart (altair's `Data` is untyped)."""
     return alt.Data(values=values)  # type: ignore[no-untyped-call]
@@ -98,11 +104,11 @@ def break_even_chart(answer: RecommendResponse, months: float) -> dict[str, Any]
         {
             "month": m,
             "cost": bought.cost.capex_usd + bought.cost.monthly_usd * m,
-            "option": "buy: " + option_label(bought),
+            "option": "buy: " + named_label(bought),
         }
         for m in steps
     ] + [
-        {"month": m, "cost": rented.cost.monthly_usd * m, "option": "rent: " + option_label(rented)}
+        {"month": m, "cost": rented.cost.monthly_usd * m, "option": "rent: " + named_label(rented)}
         for m in steps
     ]
     lines = (
@@ -111,7 +117,9 @@ def break_even_chart(answer: RecommendResponse, months: float) -> dict[str, Any]
         .encode(
             x=alt.X("month:Q", title="months of use at the stated utilisation"),
             y=alt.Y("cost:Q", title="cumulative cost, USD"),
-            color=alt.Color("option:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
+            color=alt.Color(
+                "option:N", title=None, legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0)
+            ),
         )
         .properties(width=WIDTH, height=260, title="Buy or rent: cumulative cost over the horizon")
     )
