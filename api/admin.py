@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from api import metrics
 from api.lifecycle import ServedKB
 from engine.maintenance import CheckFailed, KBInvalid
 from engine.models.service import Reloaded, ReloadRefused, ReloadUnfinished
@@ -62,6 +63,7 @@ def reload(request: Request) -> Reloaded | JSONResponse:
             f"still serving {served.advisor.version}",
             problems=[str(problem) for problem in invalid.problems],
         )
+        metrics.RELOADS.labels(outcome="refused").inc()
         return JSONResponse(status_code=409, content=refused.model_dump())
     except CheckFailed as failed:
         log.error("reload failed: %s", failed)
@@ -71,6 +73,7 @@ def reload(request: Request) -> Reloaded | JSONResponse:
             workers_switched=0,
             workers=served.generations.workers,
         )
+        metrics.RELOADS.labels(outcome="unfinished").inc()
         return JSONResponse(status_code=503, content=unfinished.model_dump())
     fresh, state = done.fresh, done.convergence
     if not state.complete:
@@ -86,7 +89,9 @@ def reload(request: Request) -> Reloaded | JSONResponse:
             workers_switched=state.switched,
             workers=state.expected,
         )
+        metrics.RELOADS.labels(outcome="unfinished").inc()
         return JSONResponse(status_code=503, content=unfinished.model_dump())
+    metrics.RELOADS.labels(outcome="switched").inc()
     return Reloaded(
         kb_version=fresh.version,
         previous_kb_version=done.previous.version,

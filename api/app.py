@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from api import admin, errors
+from api import admin, errors, metrics
 from api.admission import Admission
 from api.lifecycle import ServedKB
 from api.limits import BodySizeLimit
@@ -86,6 +86,7 @@ def create_app(
         app.include_router(admin.router)
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    app.add_middleware(metrics.Observe)  # outermost: counts what the client got, 413s included
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

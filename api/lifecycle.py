@@ -14,7 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from api import heap
+from api import heap, metrics
 from api.generations import Convergence, Generations, Watcher, private_folder
 from engine.maintenance import disk_key, read_checked, read_checked_apart
 from engine.recommend import Advisor
@@ -61,6 +61,7 @@ class ServedKB:
         advisor = given or self._published(key) or self._checked_from_disk()
         advisor.warm()
         self.state.advisor = advisor
+        metrics.kb_served(advisor)
         if self._shared is not None and advisor.checked is not None and advisor.key != key:
             # none was published yet, or it could not be read: what this process serves becomes the
             # generation, so that the other workers follow it rather than each serve its own
@@ -122,6 +123,7 @@ class ServedKB:
     def _install(self, fresh: Advisor) -> None:
         old = self.advisor
         self.state.advisor = fresh
+        metrics.kb_served(fresh)
         self.state.kb_changed()
         if fresh.key is not None:
             self.generations.acknowledge(fresh.key)

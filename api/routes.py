@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from api import metrics
 from api.admission import Admission
 from api.media import BODY_ERRORS, JsonBodyRoute
 from api.openapi import COMPARE_EXAMPLES, RECOMMEND_EXAMPLES
@@ -136,6 +137,7 @@ def _recommended(
     began = time.thread_time()  # the engine thread's CPU, whatever else the process runs meanwhile
     found = advisor.recommend(body)
     engine_ms = (time.thread_time() - began) * 1000
+    metrics.engine_seconds(engine_ms / 1000)
     response = _in_format(
         answer_format,
         version,
@@ -201,6 +203,14 @@ for prefix, api_version, recommended, compared in (
             responses=_answer_responses(what, errors),
             tags=["recommend"],
         )
+
+
+@router.get("/metrics", include_in_schema=False)
+def metrics_page() -> Response:
+    """Prometheus's text format: requests, latency, answer phases, the KB served and its oldest price,
+    reloads (api/metrics.py). Left out of the OpenAPI document: it is for the scraper, not the client."""
+    body, content_type = metrics.exposition()
+    return Response(content=body, media_type=content_type)
 
 
 @router.get("/healthz", response_model=Health, tags=["service"])

@@ -593,10 +593,19 @@ def _serve(args: argparse.Namespace) -> int:
         generations.publish(advisor.checked)
     os.environ["GPU_ADVISOR_KB"], os.environ["GPU_ADVISOR_RULES"] = str(kb_root), str(rules_root)
     os.environ[STATE_ENV], os.environ[WORKERS_ENV] = str(generations.folder), str(args.workers)
+    # /metrics adds up every worker's figures from files in a folder they share (api/metrics.py); a
+    # folder the operator names is used as it is, else a fresh private one for this run
+    from api.metrics import MULTIPROC_ENV
+
+    own_metrics = None if os.environ.get(MULTIPROC_ENV) else private_folder()
+    if own_metrics is not None:
+        os.environ[MULTIPROC_ENV] = str(own_metrics)
     try:
         uvicorn.run("api.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
     finally:
         shutil.rmtree(generations.folder, ignore_errors=True)
+        if own_metrics is not None:
+            shutil.rmtree(own_metrics, ignore_errors=True)
     return EXIT_OK
 
 
