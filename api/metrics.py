@@ -7,8 +7,8 @@ The series (all prefixed `gpu_advisor_`):
 - `request_seconds{route}`: a histogram of the time to answer;
 - `answer_phase_seconds{phase}`: a histogram of the engine's CPU time per answer (`engine`, the
   Server-Timing `engine-cpu` the answer routes report) beside the whole request's wall time (`request`);
-- `kb_info{version}` = 1 for the KB version each worker serves, and `oldest_price_age_days`: how old the
-  oldest price in that KB is;
+- `kb_info{version}` = 1 for the KB version each worker serves, and `oldest_price_age_days{kind}`: how old
+  the oldest rental offer (`rent`) and the oldest GPU or host price (`buy`) in that KB are;
 - `reloads_total{outcome}`: `POST /admin/reload` by outcome (`switched`, `refused`, `unfinished`).
 
 Across uvicorn's worker processes the client's multiprocess mode adds the workers' figures up: `serve`
@@ -74,7 +74,8 @@ KB_INFO = Gauge(
 )
 OLDEST_PRICE = Gauge(
     "gpu_advisor_oldest_price_age_days",
-    "Age in days of the oldest price in the KB served",
+    "Age in days of the oldest price in the KB served: rental offers (rent), GPU and host prices (buy)",
+    ["kind"],
     multiprocess_mode="max",
 )
 RELOADS = Counter("gpu_advisor_reloads_total", "KB reloads by outcome", ["outcome"])
@@ -103,9 +104,13 @@ def kb_served(advisor: Advisor, today: date | None = None) -> None:
         KB_INFO.labels(version=left).set(0)
     _served[:] = [advisor.version]
     KB_INFO.labels(version=advisor.version).set(1)
-    dates = [offer.as_of for offer in advisor.kb.offers.values()]
-    if dates:
-        OLDEST_PRICE.set(((today or date.today()) - min(dates)).days)
+    kb, day = advisor.kb, today or date.today()
+    rented = [offer.as_of for offer in kb.offers.values()]
+    bought = [price.as_of for gpu in kb.gpus.values() for price in gpu.prices]
+    bought += [price.as_of for host in kb.hosts.values() for price in host.prices]
+    for kind, dates in (("rent", rented), ("buy", bought)):
+        if dates:
+            OLDEST_PRICE.labels(kind=kind).set((day - min(dates)).days)
 
 
 def engine_seconds(seconds: float) -> None:

@@ -66,8 +66,11 @@ def test_requests_are_counted_by_route_template_and_status(client: TestClient) -
 def test_the_kb_served_and_its_oldest_price_are_gauges(client: TestClient, advisor: Advisor) -> None:
     found = samples(client)
     assert count(found, "gpu_advisor_kb_info", version=advisor.version) == 1
-    oldest = min(offer.as_of for offer in advisor.kb.offers.values())
-    assert count(found, "gpu_advisor_oldest_price_age_days") == (date.today() - oldest).days > 300
+    oldest = min(offer.as_of for offer in advisor.kb.offers.values())  # 2025-12-01 in this KB
+    age = (date.today() - oldest).days
+    assert count(found, "gpu_advisor_oldest_price_age_days", kind="rent") == age > 300
+    bought = min(price.as_of for gpu in advisor.kb.gpus.values() for price in gpu.prices)
+    assert count(found, "gpu_advisor_oldest_price_age_days", kind="buy") >= (date.today() - bought).days
 
 
 def test_the_metrics_page_is_not_in_the_api_document(client: TestClient) -> None:
