@@ -30,6 +30,7 @@ import re
 import time
 import uuid
 from datetime import date
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -43,7 +44,8 @@ from prometheus_client import (
 from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.recommend import Advisor
+if TYPE_CHECKING:  # a worker imports this module before the engine; a reading process never needs it
+    from engine.recommend import Advisor
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 """the environment variable prometheus_client reads for its multiprocess mode"""
