@@ -979,6 +979,20 @@ def _timed(torch: Any, action: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, value
 
 
+def _repeated(
+    torch: Any, action: Callable[[], Any], warmup: int, timed: int, deadline: Deadline, what: str
+) -> list[float]:
+    """Seconds of each of `timed` calls of `action` after `warmup` untimed ones, the deadline checked
+    before each."""
+    times: list[float] = []
+    for index in range(warmup + timed):
+        deadline.check(f"before {what} {index + 1}")
+        seconds, _ = _timed(torch, action)
+        if index >= warmup:
+            times.append(seconds)
+    return times
+
+
 def _count_warning(spec: RunSpec, entry: Mapping[str, Any], built: int) -> None:
     """Say so where the network built has another parameter count than the KB gives (a mapping slip)."""
     expected = entry.get("params_count")
@@ -1028,12 +1042,7 @@ def measure_training(
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    times: list[float] = []
-    for index in range(TRAIN_WARMUP_STEPS + TRAIN_TIMED_STEPS):
-        deadline.check(f"before step {index + 1}")
-        seconds, _ = _timed(torch, step)
-        if index >= TRAIN_WARMUP_STEPS:
-            times.append(seconds)
+    times = _repeated(torch, step, TRAIN_WARMUP_STEPS, TRAIN_TIMED_STEPS, deadline, "step")
     return training_result(
         spec,
         params=params,
@@ -1118,12 +1127,7 @@ def measure_encode(
         with torch.inference_mode():
             model(input_ids=ids, attention_mask=mask)
 
-    times: list[float] = []
-    for index in range(ENCODE_WARMUP_PASSES + ENCODE_TIMED_PASSES):
-        deadline.check(f"before pass {index + 1}")
-        seconds, _ = _timed(torch, forward)
-        if index >= ENCODE_WARMUP_PASSES:
-            times.append(seconds)
+    times = _repeated(torch, forward, ENCODE_WARMUP_PASSES, ENCODE_TIMED_PASSES, deadline, "pass")
     return encode_result(
         spec,
         params=params,

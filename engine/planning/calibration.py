@@ -17,7 +17,7 @@ from engine.knowledge.snapshot import Unreadable, read_file
 from engine.models.calibration import CalibrationFile, DecodeRun, EncodeRun, TrainingRun
 from engine.models.request import RecommendRequest
 from engine.planning.memory import INFERENCE_CONTEXT_BYTES, Layout, per_gpu
-from engine.planning.performance import Links, inference_speed, training_speed
+from engine.planning.performance import Links, Speed, inference_speed, training_speed
 from engine.planning.workload import resolve
 from engine.sizing.serving_engines import profile
 from engine.sizing.units import GB
@@ -238,21 +238,30 @@ def decode_request(run: DecodeRun) -> RecommendRequest:
     )
 
 
-def compare_decode(kb: KB, gpu_id: str, run: DecodeRun, source: str) -> list[Comparison]:
-    job = resolve(decode_request(run), kb)
+def _served(
+    kb: KB, gpu_id: str, request: RecommendRequest, measured_gb: float | None
+) -> tuple[Figure, Speed | None]:
+    """A measured serving run sized on its GPU: its memory figure (not predicted when the run did not
+    measure it) and its predicted speed."""
+    job = resolve(request, kb)
     layout = Layout(method="inference", precision="bf16")
-    memory = per_gpu(job, layout)
-    speed = inference_speed(job, kb.gpus[gpu_id], layout, SINGLE_GPU)
+    predicted = (per_gpu(job, layout).total - INFERENCE_CONTEXT_BYTES) / GB
+    memory: Figure = (
+        "serving memory",
+        "GB",
+        measured_gb or 0.0,
+        None if measured_gb is None else predicted,
+        SERVING_MEMORY_BAND,
+    )
+    return memory, inference_speed(job, kb.gpus[gpu_id], layout, SINGLE_GPU)
+
+
+def compare_decode(kb: KB, gpu_id: str, run: DecodeRun, source: str) -> list[Comparison]:
+    memory, speed = _served(kb, gpu_id, decode_request(run), run.peak_allocated_gb)
     return _figures(
         source,
         describe(run),
-        (
-            "serving memory",
-            "GB",
-            run.peak_allocated_gb,
-            (memory.total - INFERENCE_CONTEXT_BYTES) / GB,
-            SERVING_MEMORY_BAND,
-        ),
+        memory,
         (
             "decode tokens/s per sequence",
             "tokens/s",
@@ -286,20 +295,11 @@ def encode_request(run: EncodeRun) -> RecommendRequest:
 
 
 def compare_encode(kb: KB, gpu_id: str, run: EncodeRun, source: str) -> list[Comparison]:
-    job = resolve(encode_request(run), kb)
-    layout = Layout(method="inference", precision="bf16")
-    memory = per_gpu(job, layout)
-    speed = inference_speed(job, kb.gpus[gpu_id], layout, SINGLE_GPU)
+    memory, speed = _served(kb, gpu_id, encode_request(run), run.peak_allocated_gb)
     return _figures(
         source,
         describe(run),
-        (
-            "serving memory",
-            "GB",
-            run.peak_allocated_gb or 0.0,
-            None if run.peak_allocated_gb is None else (memory.total - INFERENCE_CONTEXT_BYTES) / GB,
-            SERVING_MEMORY_BAND,
-        ),
+        memory,
         (
             "encode tokens/s",
             "tokens/s",
