@@ -544,6 +544,37 @@ def test_a_tiny_run_needs_no_gpu() -> None:
     assert best.gpu_name == YOUR_COMPUTER_NAME and best.acquisition == "owned" and best.precision == "fp32"
     assert best.cost.capex_usd == 0 and (best.cost.run_cost_usd or 0.0) < 0.1
     assert all(rec.gpu_count == 1 for rec in answer.recommendations)
+    # a CPU holds no CUDA context, and its memory is RAM, not "per GPU"
+    assert best.memory.overhead_per_gpu_gb == 0
+    assert f"{best.memory.per_gpu_gb:.1f} GB of RAM" in answer.summary and "per GPU" not in answer.summary
+
+
+def test_an_embedding_model_is_not_served_on_a_gpu_its_server_does_not_run_on() -> None:
+    """rules/libraries/embedding-servers-need-turing.yaml: Text Embeddings Inference needs compute
+    capability 7.5; bge-m3 was put on a rented V100 (7.0)."""
+    answer = ask({"task": "inference", "model": "bge-m3", "batch_size": 64, "seq_len": 512}, top_k=10)
+    assert answer.feasible
+    assert not [r.gpu for r in answer.recommendations if r.gpu.startswith(("nvidia-v100", "nvidia-p100"))]
+
+
+def test_a_plan_across_machines_is_not_put_on_a_community_marketplace() -> None:
+    """rules/parallelism/multi-node-needs-a-cluster-fabric.yaml: 8 nodes of Lium B300s were planned as if
+    joined by InfiniBand; a marketplace lists single machines on separate networks."""
+    answer = ask(
+        {"task": "full_finetune", "model": "llama-2-13b", "batch_size": 8, "training_tokens_b": 1},
+        {"acquisition": "rent"},
+        objective="fastest",
+        top_k=10,
+    )
+    community = {p.id for p in default_advisor().kb.providers.values() if p.hosts == "community"}
+    assert community >= {"vast", "lium"}
+    assert answer.feasible
+    assert not [
+        (r.provider, r.nodes) for r in answer.recommendations if r.nodes > 1 and r.provider in community
+    ]
+    # a single machine there is still an option, and says what it is
+    single = [r for r in answer.recommendations if r.provider in community]
+    assert all("community marketplace (independent hosts, no uptime guarantee)" in r.why for r in single)
 
 
 def test_a_short_run_that_fits_one_gpu_gets_no_multi_gpu_runner_up() -> None:

@@ -71,6 +71,12 @@ def money(usd: float) -> str:
     return f"${usd:,.2f}"
 
 
+def held_words(candidate: Candidate) -> str:
+    """The memory the plan holds on each device: '16.4 GB per GPU', or on a CPU '1.0 GB of RAM'."""
+    where = "of RAM" if candidate.option.gpu.gpu_class == "cpu" else "per GPU"
+    return f"{candidate.memory.total / GB:.1f} GB {where}"
+
+
 def hardware(candidate: Candidate) -> str:
     option = candidate.option
     count = f"{candidate.gpu_count} x " if candidate.gpu_count > 1 else ""
@@ -85,6 +91,9 @@ def hardware(candidate: Candidate) -> str:
         offer = option.offer
         where = f"{offer.provider} {offer.instance_type}" if offer else "a cloud"
         how = f"rented {option.pricing.replace('_', '-')} ({where})"
+        if option.attrs.get("provider_hosts") == "community":
+            # Vast.ai, Lium: machines of independent hosts, listed as long as their owners keep them up
+            how += " on a community marketplace (independent hosts, no uptime guarantee)"
         if option.pricing == "spot" and option.attrs.get("provider_kind") in ("marketplace", "aggregator"):
             # a marketplace's spot figure is the cheapest listing seen: one host's, not a region's supply
             how += ", a marketplace spot price (one host's listing; check that it is still offered)"
@@ -207,7 +216,7 @@ def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
         free = f"{reported:.1f} GB as the driver reports it, {free}"
     parts = [
         first[:1].upper() + first[1:],  # the one name that starts in lower case: "your own computer's"
-        f"Needs {memory.total / GB:.1f} GB of {vram:g} GB per GPU ({free});"
+        f"Needs {held_words(candidate).replace(' GB', f' GB of {vram:g} GB', 1)} ({free});"
         f" {speed_words(candidate)}; {cost_words(candidate)}.",
     ]
     if precision := precision_words(candidate, policy):

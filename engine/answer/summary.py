@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.answer.explain import hardware, plan_words, speed_words, total_words, workload_words
+from engine.answer.explain import hardware, held_words, plan_words, speed_words, total_words, workload_words
 from engine.answer.parts import substitute_words
 from engine.models.response import Relaxation
 from engine.planning.plan_checks import Rejection
 from engine.planning.planner import Candidate
 from engine.planning.ranking import Ranked
 from engine.planning.workload import Job
-from engine.sizing import GB
 
 
 def summary(
@@ -34,7 +33,7 @@ def summary(
         count = f"{on_target.gpu_count} x " if on_target.gpu_count > 1 else ""
         lead = (
             f"For {subject} on {count}{on_target.option.gpu.name}: {plan_words(on_target)}{changed}, "
-            f"{on_target.memory.total / GB:.1f} GB per GPU, {speed_words(on_target)}."
+            f"{held_words(on_target)}, {speed_words(on_target)}."
         )
         if not top:
             return lead
@@ -42,7 +41,7 @@ def summary(
         overall = "Without that change, the best option" if changed else "The best option overall"
         return (
             f"{lead} {overall} is {hardware(best)}: {plan_words(best)}, "
-            f"{best.memory.total / GB:.1f} GB per GPU, {total_words(best)}."
+            f"{held_words(best)}, {total_words(best)}."
         )
     if not top:
         reason = main_reason(rejections, relaxation, budget_rule)
@@ -51,7 +50,7 @@ def summary(
     best = top[0].candidate
     text = (
         f"For {subject}, the best option is {hardware(best)}: {plan_words(best)}, "
-        f"{best.memory.total / GB:.1f} GB per GPU, {total_words(best)}."
+        f"{held_words(best)}, {total_words(best)}."
     )
     if len(top) > 1:
         runner = top[1].candidate

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.answer.explain import plan_words, speed_words, total_words
+from engine.answer.explain import held_words, plan_words, speed_words, total_words
 from engine.answer.parts import cost_of, gb, substitute_words, task_title, throughput_of
 from engine.models.response import TargetFit
 from engine.planning.on_hardware import OnTarget
@@ -46,7 +46,7 @@ def fit_on(job: Job, target: OnTarget) -> TargetFit:
         changed = substitute_words(on_target, job, fit.precision)
         text += (
             f" Best plan on it: {plan_words(on_target)}{changed}, "
-            f"{on_target.memory.total / GB:.1f} GB per GPU, {speed_words(on_target)}, "
+            f"{held_words(on_target)}, {speed_words(on_target)}, "
             f"{total_words(on_target)}."
         )
     return TargetFit(

@@ -11,7 +11,7 @@ option's plan. Memory depends only on the layout, so it is computed once per lay
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import ceil
 from types import MappingProxyType
 
@@ -299,12 +299,12 @@ class Planner:
         matched = [
             p for p, rest in checks.preferences if not rest or passes_residual(rest, plan, option_attrs)
         ]
-        reported = reported_bytes(option.gpu)
+        reported, held = reported_bytes(option.gpu), on_device(memory, option.gpu)
         return Candidate(
             option=option,
             spec=spec,
-            memory=memory,
-            headroom_pct=(1 - memory.total / reported) * 100,
+            memory=held,
+            headroom_pct=(1 - held.total / reported) * 100,
             speed=speed,
             copies=copies,
             costs=priced,
@@ -326,6 +326,12 @@ class Planner:
                 busy += self.required_prefill_tps / speed.prefill_tokens_per_s
             copies = max(1, ceil(busy))
         return copies + self.spares
+
+
+def on_device(memory: Breakdown, gpu: Gpu) -> Breakdown:
+    """The layout's bytes as this device holds them: a CPU keeps no CUDA context or graph pool (the
+    fit, sized per layout, counted them: it errs on the safe side)."""
+    return replace(memory, overhead=0.0) if gpu.gpu_class == "cpu" else memory
 
 
 def speed_of(job: Job, fit: PlanFit, option: Option, layout: Layout) -> Speed | None:
