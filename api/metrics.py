@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import re
+import sys
 import time
 import uuid
 from datetime import date
@@ -83,6 +84,19 @@ OLDEST_PRICE = Gauge(
 RELOADS = Counter("gpu_advisor_reloads_total", "KB reloads by outcome", ["outcome"])
 
 access_log = logging.getLogger("gpu_advisor.access")
+
+
+def log_requests_to_stdout() -> None:
+    """Write the access log's lines, as they are, to stdout, where uvicorn writes its own access log
+    (stderr is for faults), once per process: each worker calls it as its app is made. uvicorn
+    configures only its own loggers, so without a handler these INFO lines would be dropped; the line
+    still propagates, to a handler the operator puts on the root logger."""
+    if not any(getattr(handler, "gpu_advisor_access", False) for handler in access_log.handlers):
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.gpu_advisor_access = True  # type: ignore[attr-defined]
+        access_log.addHandler(handler)
+    access_log.setLevel(logging.INFO)
 
 
 def exposition() -> tuple[bytes, str]:

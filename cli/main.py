@@ -582,7 +582,8 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"gpu-advisor: not starting: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.workers == 1:  # one process: serve what was just checked rather than reading it again
-        uvicorn.run(create_app(advisor=advisor), host=args.host, port=args.port)
+        # api/metrics logs each request as one JSON line; uvicorn's own access line would repeat it
+        uvicorn.run(create_app(advisor=advisor), host=args.host, port=args.port, access_log=False)
         return EXIT_OK
     from api.generations import STATE_ENV, WORKERS_ENV, Generations, private_folder
 
@@ -601,7 +602,14 @@ def _serve(args: argparse.Namespace) -> int:
     if own_metrics is not None:
         os.environ[MULTIPROC_ENV] = str(own_metrics)
     try:
-        uvicorn.run("api.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
+        uvicorn.run(
+            "api.app:create_app",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            access_log=False,
+        )
     finally:
         shutil.rmtree(generations.folder, ignore_errors=True)
         if own_metrics is not None:

@@ -117,3 +117,12 @@ def test_workers_figures_add_up_in_multiprocess_mode(tmp_path: Path) -> None:
         text=True,
     ).stdout
     assert 'gpu_advisor_requests_total{method="GET",route="/healthz",status="200"} 2.0' in page
+
+
+def test_the_access_log_is_written_once_per_process_whatever_uvicorn_configures() -> None:
+    """uvicorn configures only its own loggers: the app gives the access log one stdout handler of its
+    own, however many apps a process makes, at INFO."""
+    metrics.log_requests_to_stdout()
+    metrics.log_requests_to_stdout()
+    ours = [h for h in metrics.access_log.handlers if getattr(h, "gpu_advisor_access", False)]
+    assert len(ours) == 1 and metrics.access_log.level == logging.INFO
