@@ -87,7 +87,6 @@ def create_app(
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
     app.add_middleware(metrics.Observe)  # outermost: counts what the client got, 413s included
-    metrics.log_requests_to_stdout()
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -23,15 +23,15 @@ method, status and duration in milliseconds.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
 import re
-import sys
 import time
 import uuid
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -44,6 +44,7 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.config import LOGGING_CONFIG
 
 if TYPE_CHECKING:  # a worker imports this module before the engine; a reading process never needs it
     from engine.recommend import Advisor
@@ -86,17 +87,24 @@ RELOADS = Counter("gpu_advisor_reloads_total", "KB reloads by outcome", ["outcom
 access_log = logging.getLogger("gpu_advisor.access")
 
 
-def log_requests_to_stdout() -> None:
-    """Write the access log's lines, as they are, to stdout, where uvicorn writes its own access log
-    (stderr is for faults), once per process: each worker calls it as its app is made. uvicorn
-    configures only its own loggers, so without a handler these INFO lines would be dropped; the line
-    still propagates, to a handler the operator puts on the root logger."""
-    if not any(getattr(handler, "gpu_advisor_access", False) for handler in access_log.handlers):
-        handler = logging.StreamHandler(sys.stdout)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        handler.gpu_advisor_access = True  # type: ignore[attr-defined]
-        access_log.addHandler(handler)
-    access_log.setLevel(logging.INFO)
+def uvicorn_log_config() -> dict[str, Any]:
+    """uvicorn's logging configuration with the access log's JSON lines on stdout, where uvicorn writes
+    its own access lines (stderr is for faults). `serve` passes it to uvicorn, which applies it in every
+    worker; an app made elsewhere (tests, scripts) logs through whatever its caller configured, and
+    prints nothing of its own."""
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["formatters"]["gpu_advisor_access"] = {"format": "%(message)s"}
+    config["handlers"]["gpu_advisor_access"] = {
+        "class": "logging.StreamHandler",
+        "formatter": "gpu_advisor_access",
+        "stream": "ext://sys.stdout",
+    }
+    config["loggers"][access_log.name] = {
+        "handlers": ["gpu_advisor_access"],
+        "level": "INFO",
+        "propagate": False,
+    }
+    return config
 
 
 def exposition() -> tuple[bytes, str]:

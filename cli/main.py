@@ -568,6 +568,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from api.admission import DEADLINE_ENV, QUEUE_ENV, Admission
     from api.app import WARM_CHARTS_ENV, create_app
+    from api.metrics import uvicorn_log_config
 
     os.environ[WARM_CHARTS_ENV] = "1"  # a service's first report should not wait for its chart process
 
@@ -583,7 +584,13 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.workers == 1:  # one process: serve what was just checked rather than reading it again
         # api/metrics logs each request as one JSON line; uvicorn's own access line would repeat it
-        uvicorn.run(create_app(advisor=advisor), host=args.host, port=args.port, access_log=False)
+        uvicorn.run(
+            create_app(advisor=advisor),
+            host=args.host,
+            port=args.port,
+            access_log=False,
+            log_config=uvicorn_log_config(),
+        )
         return EXIT_OK
     from api.generations import STATE_ENV, WORKERS_ENV, Generations, private_folder
 
@@ -609,6 +616,7 @@ def _serve(args: argparse.Namespace) -> int:
             port=args.port,
             workers=args.workers,
             access_log=False,
+            log_config=uvicorn_log_config(),
         )
     finally:
         shutil.rmtree(generations.folder, ignore_errors=True)

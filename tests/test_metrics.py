@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import logging.config
 import os
 import re
 import subprocess
@@ -119,10 +120,21 @@ def test_workers_figures_add_up_in_multiprocess_mode(tmp_path: Path) -> None:
     assert 'gpu_advisor_requests_total{method="GET",route="/healthz",status="200"} 2.0' in page
 
 
-def test_the_access_log_is_written_once_per_process_whatever_uvicorn_configures() -> None:
-    """uvicorn configures only its own loggers: the app gives the access log one stdout handler of its
-    own, however many apps a process makes, at INFO."""
-    metrics.log_requests_to_stdout()
-    metrics.log_requests_to_stdout()
-    ours = [h for h in metrics.access_log.handlers if getattr(h, "gpu_advisor_access", False)]
-    assert len(ours) == 1 and metrics.access_log.level == logging.INFO
+def test_serve_sends_the_access_log_to_stdout_in_every_worker(capsys: pytest.CaptureFixture[str]) -> None:
+    """uvicorn configures only its own loggers unless given a configuration, which it applies in each
+    worker: `serve` gives it one that writes the access log's JSON lines, and nothing else, to stdout."""
+    config = metrics.uvicorn_log_config()
+    assert config["loggers"]["gpu_advisor.access"] == {
+        "handlers": ["gpu_advisor_access"],
+        "level": "INFO",
+        "propagate": False,
+    }
+    assert config["loggers"]["uvicorn.error"]  # uvicorn's own loggers kept as they were
+    logging.config.dictConfig(config)
+    try:
+        metrics.access_log.info('{"id": "x"}')
+        assert capsys.readouterr().out == '{"id": "x"}\n'
+    finally:  # leave the logger as the other tests expect it: propagating, no handler
+        metrics.access_log.handlers.clear()
+        metrics.access_log.propagate = True
+        metrics.access_log.setLevel(logging.NOTSET)
