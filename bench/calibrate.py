@@ -19,7 +19,9 @@ Run specs
 ---------
 `--runs` takes run specs and list names. A list name is `default` (the 11 runs of
 data/calibration/h200-2026-11-26.json), `extended` (new shapes: `EXTENDED_RUNS`), `all` (both) or
-`80gb` (the 46 runs of data/calibration/h100-2026-11-26.json, for one 80 GB GPU: about 10 minutes).
+`80gb` (the 46 runs of data/calibration/h100-2026-11-26.json, for one 80 GB GPU: about 10 minutes),
+`h200` (the 29 runs of data/calibration/h200-2026-11-26-b.json, for one 141 GB GPU: about 5 minutes) or
+`h200-second` (the 22 runs of h200-2026-11-26-c.json: about 3 minutes).
 A run spec is `MODEL:METHOD[:OPTION]...`, fields separated by colons, options in any order, each at
 most once:
 
@@ -296,36 +298,35 @@ def parse_run_spec(text: str) -> RunSpec:
     )
 
 
-DEFAULT_RUNS: tuple[RunSpec, ...] = tuple(
-    parse_run_spec(spec)
-    for spec in (
-        "qwen3-0-6b:full:b8:s2048",
-        "qwen3-1-7b:full:b4:s2048",
-        "qwen3-1-7b:full:b4:s2048:ckpt",
-        "qwen3-1-7b:full:b8:s2048",
-        "qwen3-8b:lora:b1:s2048:r16",
-        "qwen3-8b:lora:b4:s2048:r16",
-        "qwen3-8b:lora:b4:s2048:r16:ckpt",
-        "qwen3-8b:decode:eager:b1:p128:n128",
-        "qwen3-8b:decode:eager:b32:p128:n128",
-        "qwen3-8b:decode:static:b1:p128:n256",
-        "qwen3-8b:decode:static:b32:p128:n256",
-    )
+def _runs(*specs: str) -> tuple[RunSpec, ...]:
+    """A run list from its specs (`parse_run_spec`), in their order."""
+    return tuple(parse_run_spec(spec) for spec in specs)
+
+
+DEFAULT_RUNS = _runs(
+    "qwen3-0-6b:full:b8:s2048",
+    "qwen3-1-7b:full:b4:s2048",
+    "qwen3-1-7b:full:b4:s2048:ckpt",
+    "qwen3-1-7b:full:b8:s2048",
+    "qwen3-8b:lora:b1:s2048:r16",
+    "qwen3-8b:lora:b4:s2048:r16",
+    "qwen3-8b:lora:b4:s2048:r16:ckpt",
+    "qwen3-8b:decode:eager:b1:p128:n128",
+    "qwen3-8b:decode:eager:b32:p128:n128",
+    "qwen3-8b:decode:static:b1:p128:n256",
+    "qwen3-8b:decode:static:b32:p128:n256",
 )
 """The 11 workloads of data/calibration/h200-2026-11-26.json, in its order."""
 
-EXTENDED_RUNS: tuple[RunSpec, ...] = tuple(
-    parse_run_spec(spec)
-    for spec in (
-        "llama-3-2-1b:full:b4:s4096:ckpt",
-        "llama-3-2-1b:full:b2:s8192:ckpt",
-        "llama-3-1-8b:lora:b1:s8192:r16:ckpt",
-        "llama-3-1-8b:lora:b1:s8192:r16",
-        "qwen3-30b-a3b:decode:eager:b1:p128:n128",
-        "qwen3-30b-a3b:decode:eager:b8:p128:n128",
-        "llama-3-1-8b:decode:static:b1:p128:n256",
-        "llama-3-1-8b:decode:static:b32:p128:n256",
-    )
+EXTENDED_RUNS = _runs(
+    "llama-3-2-1b:full:b4:s4096:ckpt",
+    "llama-3-2-1b:full:b2:s8192:ckpt",
+    "llama-3-1-8b:lora:b1:s8192:r16:ckpt",
+    "llama-3-1-8b:lora:b1:s8192:r16",
+    "qwen3-30b-a3b:decode:eager:b1:p128:n128",
+    "qwen3-30b-a3b:decode:eager:b8:p128:n128",
+    "llama-3-1-8b:decode:static:b1:p128:n256",
+    "llama-3-1-8b:decode:static:b32:p128:n256",
 )
 """Shapes the default list lacks: another family (Llama 3), long sequences (4,096 and 8,192 tokens, the
 same 16,384 tokens a step for the full fine-tunes, so the attention's share shows), LoRA at 8,192 with and
@@ -333,56 +334,53 @@ without checkpointing (without it, scaling the qwen3-8b LoRA runs' memory per to
 an 80 GB card is expected to record it as a failure), a mixture-of-experts decode (Qwen3 30B-A3B, 61 GB of
 bf16 weights) and the static-cache compiled decode of a second model."""
 
-GPU_80GB_RUNS: tuple[RunSpec, ...] = tuple(
-    parse_run_spec(spec)
-    for spec in (
-        "qwen3-0-6b:full:b4:s2048",
-        "qwen3-1-7b:full:b4:s2048",
-        "qwen3-1-7b:full:b4:s2048:ckpt",
-        "llama-3-2-1b:full:b4:s4096:ckpt",
-        "llama-3-2-1b:full:b2:s8192:ckpt",
-        "llama-3-1-8b:lora:b1:s8192:r16:ckpt",
-        "llama-3-1-8b:lora:b1:s4096:r16",
-        "qwen3-8b:lora:b1:s2048:r16",
-        "qwen3-8b:lora:b2:s2048:r16",
-        "qwen3-8b:lora:b4:s2048:r16:ckpt",
-        "bge-m3:encode:b64:s512",
-        "bge-m3:encode:b4:s8192",
-        "bge-large-en-v1-5:encode:b128:s512",
-        "all-minilm-l6-v2:encode:b256:s128",
-        "qwen3-8b:decode:eager:b1:p4096:n16",
-        "llama-3-1-8b:decode:eager:b8:p2048:n16",
-        "qwen3-30b-a3b:decode:eager:b1:p128:n32",
-        "qwen3-30b-a3b:decode:eager:b8:p128:n32",
-        "qwen3-8b:decode:eager:b32:p128:n64",
-        "qwen3-8b:decode:static:b1:p128:n256",
-        "qwen3-8b:decode:static:b32:p128:n256",
-        "llama-3-1-8b:decode:static:b32:p128:n256",
-        "qwen3-0-6b:full:b4:s2048:ga4",
-        "qwen3-4b:full:b2:s2048:ckpt",
-        "qwen2-5-7b:lora:b2:s2048:r16:ckpt",
-        "mistral-7b:lora:b2:s4096:r16:ckpt",
-        "smollm2-1-7b:full:b4:s2048:ckpt",
-        "llama-3-1-8b:lora:b2:s8192:r16:ckpt",
-        "bge-m3:encode:b256:s128",
-        "bge-small-en-v1-5:encode:b512:s128",
-        "bge-base-en-v1-5:encode:b128:s256",
-        "qwen3-8b:decode:eager:b1:p16384:n8",
-        "qwen3-30b-a3b:decode:eager:b32:p128:n32",
-        "qwen3-4b:lora:b4:s2048:r16",
-        "qwen3-14b:lora:b1:s2048:r16:ckpt",
-        "llama-3-2-3b:full:b2:s2048:ckpt",
-        "qwen3-1-7b:full:b2:s4096",
-        "mistral-7b:lora:b4:s2048:r16",
-        "llama-3-2-1b:full:b4:s2048",
-        "bge-m3:encode:b32:s1024",
-        "multilingual-e5-large:encode:b128:s256",
-        "qwen3-14b:decode:eager:b4:p2048:n16",
-        "qwen2-5-7b:decode:eager:b16:p512:n32",
-        "qwen3-0-6b:full:b8:s2048",
-        "qwen3-4b:full:b1:s4096:ga2:ckpt",
-        "qwen3-8b:decode:static:b8:p1024:n128",
-    )
+GPU_80GB_RUNS = _runs(
+    "qwen3-0-6b:full:b4:s2048",
+    "qwen3-1-7b:full:b4:s2048",
+    "qwen3-1-7b:full:b4:s2048:ckpt",
+    "llama-3-2-1b:full:b4:s4096:ckpt",
+    "llama-3-2-1b:full:b2:s8192:ckpt",
+    "llama-3-1-8b:lora:b1:s8192:r16:ckpt",
+    "llama-3-1-8b:lora:b1:s4096:r16",
+    "qwen3-8b:lora:b1:s2048:r16",
+    "qwen3-8b:lora:b2:s2048:r16",
+    "qwen3-8b:lora:b4:s2048:r16:ckpt",
+    "bge-m3:encode:b64:s512",
+    "bge-m3:encode:b4:s8192",
+    "bge-large-en-v1-5:encode:b128:s512",
+    "all-minilm-l6-v2:encode:b256:s128",
+    "qwen3-8b:decode:eager:b1:p4096:n16",
+    "llama-3-1-8b:decode:eager:b8:p2048:n16",
+    "qwen3-30b-a3b:decode:eager:b1:p128:n32",
+    "qwen3-30b-a3b:decode:eager:b8:p128:n32",
+    "qwen3-8b:decode:eager:b32:p128:n64",
+    "qwen3-8b:decode:static:b1:p128:n256",
+    "qwen3-8b:decode:static:b32:p128:n256",
+    "llama-3-1-8b:decode:static:b32:p128:n256",
+    "qwen3-0-6b:full:b4:s2048:ga4",
+    "qwen3-4b:full:b2:s2048:ckpt",
+    "qwen2-5-7b:lora:b2:s2048:r16:ckpt",
+    "mistral-7b:lora:b2:s4096:r16:ckpt",
+    "smollm2-1-7b:full:b4:s2048:ckpt",
+    "llama-3-1-8b:lora:b2:s8192:r16:ckpt",
+    "bge-m3:encode:b256:s128",
+    "bge-small-en-v1-5:encode:b512:s128",
+    "bge-base-en-v1-5:encode:b128:s256",
+    "qwen3-8b:decode:eager:b1:p16384:n8",
+    "qwen3-30b-a3b:decode:eager:b32:p128:n32",
+    "qwen3-4b:lora:b4:s2048:r16",
+    "qwen3-14b:lora:b1:s2048:r16:ckpt",
+    "llama-3-2-3b:full:b2:s2048:ckpt",
+    "qwen3-1-7b:full:b2:s4096",
+    "mistral-7b:lora:b4:s2048:r16",
+    "llama-3-2-1b:full:b4:s2048",
+    "bge-m3:encode:b32:s1024",
+    "multilingual-e5-large:encode:b128:s256",
+    "qwen3-14b:decode:eager:b4:p2048:n16",
+    "qwen2-5-7b:decode:eager:b16:p512:n32",
+    "qwen3-0-6b:full:b8:s2048",
+    "qwen3-4b:full:b1:s4096:ga2:ckpt",
+    "qwen3-8b:decode:static:b8:p1024:n128",
 )
 """The 46 workloads of data/calibration/h100-2026-11-26.json, measured first, then those that were not,
 sized for one 80 GB GPU (about 10 minutes): six families' training at 2,048 to 8,192 tokens (full, LoRA,
@@ -391,11 +389,79 @@ tokens), a mixture-of-experts decode at batch 1, 8 and 32, static-cache compiled
 memory, as sized to (Qwen3-0.6B at 8 x 2,048 peaked at 81 GB on the H200); one compiled decode passed
 the 60 s per-run limit."""
 
+H200_RUNS = _runs(
+    "qwen3-4b:full:b4:s2048",
+    "qwen3-14b:lora:b4:s2048:r16",
+    "qwen3-32b:lora:b1:s2048:r16:ckpt",
+    "qwen3-8b:full:b2:s2048:ckpt",
+    "qwen3-embedding-0-6b:encode:b64:s512",
+    "qwen3-32b:decode:eager:b1:p128:n32",
+    "qwen3-30b-a3b:decode:eager:b16:p512:n32",
+    "qwen3-4b:full:b8:s2048:ckpt",
+    "qwen3-8b:lora:b1:s16384:r16:ckpt",
+    "qwen3-0-6b:decode:eager:b1:p128:n64",
+    "qwen3-embedding-8b:encode:b16:s1024",
+    "qwen3-32b:lora:b1:s4096:r16:ckpt",
+    "qwen3-8b:lora:b8:s2048:r16:ckpt",
+    "qwen3-1-7b:full:b8:s4096:ckpt",
+    "qwen3-32b:decode:eager:b16:p1024:n32",
+    "qwen3-8b:decode:eager:b64:p256:n32",
+    "qwen3-4b:decode:eager:b16:p512:n32",
+    "bge-m3:encode:b128:s512",
+    "qwen3-0-6b:full:b16:s2048:ckpt",
+    "qwen3-1-7b:full:b4:s2048:ga4",
+    "qwen3-8b:lora:b4:s2048:r64",
+    "llama-3-1-8b:lora:b2:s4096:r16",
+    "qwen3-14b:lora:b2:s2048:r16:ckpt",
+    "qwen3-8b:decode:eager:b1:p32768:n8",
+    "qwen3-1-7b:decode:eager:b8:p1024:n32",
+    "all-minilm-l6-v2:encode:b1024:s128",
+    "bge-base-en-v1-5:encode:b256:s512",
+    "qwen3-0-6b:full:b4:s2048",
+    "llama-3-2-1b:full:b4:s4096:ckpt",
+)
+"""Shapes for one H200 (141 GB), most telling first: the larger Qwen3 models the 80 GB list cannot hold
+(Qwen3-4B full fine-tuning without checkpointing, Qwen3-8B full with it, 14B and 32B LoRA, 32B decode),
+sizes close to the card's memory (the fits a buyer relies on), decoder embedding models (Qwen3-Embedding
+0.6B and 8B, a forward pass without the head), LoRA at 16,384 tokens, 32,768-token prefill, decode at
+batch 64, and three shapes of the H100 file again, so the two GPUs compare on one workload."""
+
+H200_SECOND_RUNS = _runs(
+    "qwen3-embedding-0-6b:encode:b64:s512",
+    "qwen3-embedding-8b:encode:b16:s1024",
+    "qwen3-0-6b:decode:eager:b1:p128:n64",
+    "qwen3-embedding-0-6b:encode:b256:s128",
+    "qwen3-embedding-8b:encode:b4:s4096",
+    "qwen3-14b:decode:eager:b1:p128:n32",
+    "qwen3-1-7b:decode:eager:b1:p2048:n16",
+    "qwen3-4b:decode:eager:b4:p2048:n16",
+    "llama-3-2-3b:decode:eager:b8:p1024:n16",
+    "smollm2-1-7b:decode:eager:b16:p512:n16",
+    "mistral-7b:decode:eager:b2:p4096:n16",
+    "bge-small-en-v1-5:encode:b256:s512",
+    "bge-large-en-v1-5:encode:b32:s512",
+    "roberta-large:encode:b64:s512",
+    "multilingual-e5-large:encode:b16:s512",
+    "qwen3-14b:lora:b4:s2048:r16:ckpt",
+    "qwen2-5-14b:lora:b2:s2048:r16",
+    "qwen3-4b:lora:b8:s2048:r16:ckpt",
+    "qwen3-1-7b:full:b16:s2048:ckpt",
+    "llama-3-2-3b:full:b4:s4096:ckpt",
+    "qwen3-32b:lora:b2:s2048:r16:ckpt",
+    "qwen2-5-3b:full:b4:s2048",
+)
+"""The 22 workloads of data/calibration/h200-2026-11-26-c.json: the three runs of the `h200` list that the
+mended harness measured again first (the Qwen3-Embedding encodes without a KV cache, Qwen3-0.6B's decode
+without its construction's peak), then shapes held out from the fit of the first sitting: five more
+families' eager decode and prefill, four more encoders, 14B and 32B LoRA, full fine-tuning at 3B."""
+
 RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
     "default": DEFAULT_RUNS,
     "extended": EXTENDED_RUNS,
     "all": DEFAULT_RUNS + EXTENDED_RUNS,
     "80gb": GPU_80GB_RUNS,
+    "h200": H200_RUNS,
+    "h200-second": H200_SECOND_RUNS,
 }
 
 
@@ -827,7 +893,9 @@ def method_text(
     if "encode" in methods:
         bullets.append(
             f"`encode`: an encoder (`kind: encoder`) built as BERT (`{ENCODER_MODEL_TYPE}`; XLM-RoBERTa has "
-            "the same shapes) without a head, bf16, one forward pass of batch x seq random tokens with an "
+            "the same shapes) without a head, or a decoder embedding model (Qwen3-Embedding) built as its "
+            "family's base model (the layers and final norm, causal attention, no LM head), bf16, one "
+            "forward pass of batch x seq random tokens with an "
             f"all-ones attention mask under `torch.inference_mode()`, {ENCODE_WARMUP_PASSES} warm-up passes "
             f"then the median of {ENCODE_TIMED_PASSES} (`pass_ms`); `tokens_per_s` = batch x seq / pass. "
             "This is what an embedding service computes per batch, without tokenizing or pooling."
@@ -836,7 +904,8 @@ def method_text(
         "Times are wall clock between `torch.cuda.synchronize()` calls.",
         "`weights_gb` = `torch.cuda.memory_allocated()` once the network (and its adapters) is built, "
         "less what was allocated before. `peak_allocated_gb` = `torch.cuda.max_memory_allocated()` minus "
-        "what was allocated before the model was built, peak stats reset before each run, in 1e9 bytes. "
+        "what was allocated before the model was built, peak stats reset once it is built (a construction's "
+        "transient, such as an LM head made and then tied to the embedding, is not counted), in 1e9 bytes. "
         "`peak_reserved_gb` is the caching allocator's peak likewise (what nvidia-smi would show, less "
         "the CUDA context). Everything is freed between runs, torch.compile's caches included.",
     ]
@@ -967,6 +1036,9 @@ def _build_model(hf: HFConfig, dtype: Any, auto_class: str = "AutoModelForCausal
     wrong = {str(p.dtype) for p in model.parameters() if p.dtype != dtype}
     if wrong:
         raise RuntimeError(f"the model was built with {', '.join(sorted(wrong))} parameters, not {dtype}")
+    # A construction's transients are not the workload's: a tied LM head is made, then replaced by the
+    # embedding (311 MB for Qwen3-0.6B, on top of its 1.19 GB). The weights stay, so a peak is at least them.
+    torch.cuda.reset_peak_memory_stats()
     return model
 
 
@@ -1117,6 +1189,10 @@ def measure_encode(
     torch.manual_seed(0)
     model = _build_model(hf, torch.bfloat16, "AutoModel")
     model.eval()
+    # a decoder embedding model's forward keeps every layer's keys and values unless told not to; an
+    # embedding server reads the input and keeps nothing
+    if getattr(model.config, "use_cache", None):
+        model.config.use_cache = False
     weights_bytes = torch.cuda.memory_allocated() - baseline.allocated
     params = sum(p.numel() for p in model.parameters())
     _count_warning(spec, entry, params)
@@ -1289,7 +1365,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         default=["default"],
         metavar="SPEC",
-        help="run specs and list names (default, extended, all); default: default",
+        help="run specs and list names (default, extended, all, 80gb, h200, h200-second); default: default",
     )
     parser.add_argument(
         "--only",

@@ -368,7 +368,8 @@ def job_facts(request: RecommendRequest, job: Job, kb: KB) -> dict[str, Scalar]:
         facts["workload.model"] = job.model  # the KB id, whatever name the request used
     if job.native_precision is not None:
         facts["workload.native_precision"] = job.native_precision
-    facts["workload.kind"] = job.kind  # decoder, or encoder (embedding/classifier: no decode)
+    facts["workload.kind"] = job.kind  # decoder, or encoder (bidirectional attention)
+    facts["workload.generates"] = not job.reads_only  # false: an encoder or embedding model, no decode
     if job.is_moe:
         facts["workload.active_params_b"] = round(job.active_params / 1e9, 4)
     sizing = sizing_facts(job, kb)

@@ -200,6 +200,24 @@ def test_tensor_parallel_decode_pays_the_links_latency(kb: KB) -> None:
     assert 1 / pcie.tokens_per_s - 1 / nvlink.tokens_per_s == pytest.approx(80 * 2 * 14e-6, rel=0.2)
 
 
+def test_a_decoder_embedding_model_is_sized_as_an_embedder(advisor: Advisor, kb: KB) -> None:
+    """Qwen3-Embedding-8B is a Qwen3 decoder read for a vector (kind decoder, embedding true): prefill
+    only, in 16 bits, on GPUs its servers run on. Sized as a text generator it kept a KV cache and
+    read 2.5k tokens/s on an H200 where a forward pass read 31.8k (data/calibration/
+    h200-2026-11-26-c.json, 16 x 1,024 tokens)."""
+    workload = {"task": "inference", "model": "qwen3-embedding-8b", "batch_size": 16, "seq_len": 1024}
+    job = resolve(RecommendRequest.model_validate({"workload": workload}), kb)
+    assert (job.kind, job.reads_only) == ("decoder", True)
+    speed = _speed(kb, workload, "nvidia-h200-sxm", Layout(method="inference", precision="bf16"))
+    assert speed.aggregate_tokens_per_s == pytest.approx(31_761, rel=0.35)
+    assert speed.max_concurrent_sequences is None
+    answer = _answer(advisor, {"workload": {**workload, "serving": {"requests_per_min": 6_000}}})
+    assert answer.requirements.memory.kv_cache_gb == 0
+    assert answer.requirements.required_tokens_per_s == pytest.approx(6_000 / 60 * 1024 * 1.2)
+    assert {r.precision for r in answer.recommendations} == {"bf16"}  # no fp8: embedding servers run 16-bit
+    assert not any(r.gpu.startswith("nvidia-v100") for r in answer.recommendations)
+
+
 def test_an_embedding_batch_is_read_within_a_second(advisor: Advisor) -> None:
     """bge-m3 over 64 documents of 512 tokens: each must be read within 1 s with its batch (Nielsen's
     1-second limit), 32,768 tokens/s of the GPU. A Mac mini M4 reads about 1,400 and took it."""

@@ -161,6 +161,8 @@ def speed_words(candidate: Candidate) -> str:
     speed = candidate.speed
     if candidate.spec.layout.method == "inference":
         total = speed.aggregate_tokens_per_s * candidate.copies
+        if speed.reads_only:  # an embedding model's speed is the input it reads
+            return f"reads about {total:,.0f} input tokens/s in all ({speed.tokens_per_s:,.0f} per sequence)"
         text = f"about {speed.tokens_per_s:,.0f} tokens/s per sequence ({total:,.0f} in all)"
     else:
         text = f"about {speed.aggregate_tokens_per_s * candidate.copies:,.0f} training tokens/s"

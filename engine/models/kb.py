@@ -622,6 +622,11 @@ class Model(Entity):
     kind: Literal["decoder", "encoder", "encoder-decoder", "cnn"] = Field(
         description="decoder | encoder | encoder-decoder | cnn"
     )
+    embedding: bool = Field(
+        False,
+        description="served as a text embedder: it reads its input and returns a vector, generating nothing "
+        "(a decoder such as Qwen3-Embedding, pooled from its last token); encoders are read so already",
+    )
     params_b: PositiveFloat = Field(description="published total parameters, billions")
     active_params_b: PositiveFloat | None = Field(
         None, description="MoE: published parameters used per token"

@@ -279,8 +279,13 @@ def compare_decode(kb: KB, gpu_id: str, run: DecodeRun, source: str) -> list[Com
     )
 
 
-def encode_request(run: EncodeRun) -> RecommendRequest:
-    """The request that describes a measured encoder pass: its batch of inputs, each `seq` tokens."""
+def encode_request(run: EncodeRun, *, decoder: bool = False) -> RecommendRequest:
+    """The request that describes a measured encoder pass: its batch of inputs, each `seq` tokens. A
+    decoder embedding model's pass is a Hugging Face eager forward (bench/calibrate.py), so it is
+    sized for that engine; an encoder's speed does not depend on the engine named."""
+    serving: dict[str, object] = {"avg_input_tokens": run.seq}
+    if decoder:
+        serving["engine"] = "hf-eager"
     return RecommendRequest.model_validate(
         {
             "workload": {
@@ -288,14 +293,16 @@ def encode_request(run: EncodeRun) -> RecommendRequest:
                 "model": run.model,
                 "batch_size": run.batch,
                 "precision": "bf16",
-                "serving": {"avg_input_tokens": run.seq},
+                "serving": serving,
             }
         }
     )
 
 
 def compare_encode(kb: KB, gpu_id: str, run: EncodeRun, source: str) -> list[Comparison]:
-    memory, speed = _served(kb, gpu_id, encode_request(run), run.peak_allocated_gb)
+    model = kb.models.get(run.model)
+    request = encode_request(run, decoder=model is not None and model.kind == "decoder")
+    memory, speed = _served(kb, gpu_id, request, run.peak_allocated_gb)
     return _figures(
         source,
         describe(run),

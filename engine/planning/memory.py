@@ -116,7 +116,7 @@ def _inference(job: Job, layout: Layout) -> Breakdown:
     sequences = micro_batch(job, layout)
     tensor = layout.split == "tensor"
     kv = 0.0
-    if not job.encoder:
+    if not job.reads_only:
         dtype = kv_dtype(job, layout.precision)
         if tensor:  # KV heads split over the GPUs (replicated past their count; MLA's latent everywhere)
             kv = model_kv_cache_bytes(
@@ -127,13 +127,13 @@ def _inference(job: Job, layout: Layout) -> Breakdown:
     batched = engine.batched_tokens or sequences * (
         job.serving.avg_input_tokens if job.serving else job.seq_len
     )
-    if job.encoder:
+    if job.reads_only:
         batched = sequences * job.context_tokens
     workspace = workspace_bytes(
-        job.shape, batched, sequences, tensor_parallel=layout.tp if tensor else 1, logits=not job.encoder
+        job.shape, batched, sequences, tensor_parallel=layout.tp if tensor else 1, logits=not job.reads_only
     )
     # embedding servers (Text Embeddings Inference) run their batches without captured graphs
-    graphs = CUDA_GRAPH_POOL_BYTES if engine.cuda_graphs and not job.encoder else 0.0
+    graphs = CUDA_GRAPH_POOL_BYTES if engine.cuda_graphs and not job.reads_only else 0.0
     return Breakdown(
         weights=weights / layout.tp,
         gradients=0.0,

@@ -64,6 +64,8 @@ class Speed:
     """inference: one average prompt's prefill on an idle replica"""
     corpus_hours: float | None = None
     """encoders: hours the plan takes to embed the request's corpus"""
+    reads_only: bool = False
+    """inference: an encoder or embedding model, whose speed is the input it reads (it generates nothing)"""
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,8 @@ class DecodeWork:
     sequences: int
     step_bytes: float
     """weights and KV cache read per step by one replica (all its GPUs together)"""
+    weight_bytes: float
+    """the weights of `step_bytes`: what a forward pass over the prompts reads at the least"""
     flops_per_token: float
     prefill_flops_per_token: float
     """a prompt token's forward FLOPs, attention over the prompt included"""
@@ -123,17 +127,19 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
         read_params = moe_decode_params_read(job.shape, sequences) * job.params / total_params(job.shape)
     kv_per_token = kv_cache_bytes_per_token(job.shape, kv_dtype(job, layout.precision))
     context = job.context_tokens
+    weight_bytes = read_params * weight_bytes_per_param(precision)
     step_bytes = decode_bytes_per_step(
-        read_params * weight_bytes_per_param(precision),
-        0.0 if job.encoder else kv_per_token * context,
+        weight_bytes,
+        0.0 if job.reads_only else kv_per_token * context,
         sequences,
     )
     prompt = job.serving.avg_input_tokens if job.serving is not None else job.seq_len
-    prompt = context if job.encoder else max(1, min(prompt, context))
+    prompt = context if job.reads_only else max(1, min(prompt, context))
     shape = job.shape
     return DecodeWork(
         sequences=sequences,
         step_bytes=step_bytes,
+        weight_bytes=weight_bytes,
         flops_per_token=forward_flops_per_token(matmul_params(job)),
         # attention: 2 x seq x q_dim per layer for the scores and as much again for their sum of the
         # values (4 L s q a token, FlashAttention's count), halved under the causal mask; the formula's
@@ -190,18 +196,19 @@ def inference_speed(
             tokens, shape.hidden_size, shape.n_layers, layout.tp, link, latency_s=links.latency_s
         )
 
-    share = prefill_share(job)
-    compute_rate = peak * ways * share / work.prefill_flops_per_token
+    compute_rate = peak * ways * prefill_share(job) / work.prefill_flops_per_token
     batch_prompts = work.sequences * work.prompt_tokens  # read in one forward pass
-    launch = _prefill_launch(job, batch_prompts)
+    bandwidth = gpu.memory_bandwidth_gbs * GB * ways
+    launch = _prefill_launch(job, batch_prompts, work.weight_bytes / bandwidth)
+    bandwidth *= engine.bandwidth_efficiency
     prefill_rate = batch_prompts / max(launch, batch_prompts / compute_rate + all_reduces(batch_prompts))
     first_token = max(launch, work.prompt_tokens / compute_rate + all_reduces(work.prompt_tokens))
-    if job.encoder:
+    if job.reads_only:
         return _encoder_speed(job, work, layout, prefill_rate, first_token)
-    streaming = work.step_bytes / (gpu.memory_bandwidth_gbs * GB * ways * engine.bandwidth_efficiency)
+    streaming = work.step_bytes / bandwidth
     matmuls = work.sequences * work.flops_per_token / (peak * ways * engine.decode_compute_efficiency)
     experts = moe_pass_seconds(engine, job.shape, work.sequences, ways)
-    step = max(job.shape.n_layers * engine.layer_dispatch_s, streaming + matmuls + experts)
+    step = max(engine.launch_seconds(job.shape), streaming + matmuls + experts)
     step += all_reduces(work.sequences)  # one new token per sequence
     concurrent = _concurrent(memory, budget, work, layout)
     per_sequence = 1.0 / step
@@ -211,11 +218,18 @@ def inference_speed(
     )
 
 
-def _prefill_launch(job: Job, tokens: int) -> float:
-    """The host's time to launch a prompt's forward pass: one layer after another, or for an engine
-    that loops over the experts, the experts the prompts visit where they take longer."""
+def _prefill_launch(job: Job, tokens: int, streaming_s: float) -> float:
+    """The least time a prompt's forward pass takes whatever its FLOPs: the host launching one layer
+    after another, then the weights streamed once at the memory's peak bandwidth (`streaming_s`), or
+    for an engine that loops over the experts, the experts the prompts visit where they take longer.
+    Measured in eager mode, the stream is partly hidden behind the launches, by how much depending on
+    the host: Qwen3-32B reads a 128-token prompt in 123 ms on one H200 machine, where its launches take
+    70 ms and its 65.5 GB stream in 14 ms at the peak; Qwen3-14B in 34 ms on another, its launches
+    taking 31 ms there and its stream 6 ms (data/calibration/h200-2026-11-26-b.json, -c.json). Both are
+    within the engine's band of launches plus the stream at the peak. An engine without launches (CUDA
+    graphs) is bound by the stream alone."""
     engine = profile(job.engine)
-    launch = job.shape.n_layers * engine.prefill_launch_s
+    launch = engine.launch_seconds(job.shape, prefill=True) + streaming_s
     if engine.moe_expert_visit_s is not None:
         launch = max(launch, moe_pass_seconds(engine, job.shape, tokens))
     return launch
@@ -225,7 +239,7 @@ def prefill_share(job: Job) -> float:
     """The share of the dense peak the job's prompts (an encoder's inputs) are read at."""
     if job.encoder:
         return encoder_efficiency(job.shape.hidden_size)
-    return profile(job.engine).prefill_share(moe=job.is_moe)
+    return profile(job.engine).prefill_share(moe=job.is_moe, hidden_size=job.shape.hidden_size)
 
 
 def _encoder_speed(
@@ -236,7 +250,7 @@ def _encoder_speed(
     documents = job.serving.corpus_documents if job.serving is not None else None
     rate = prefill_rate * layout.dp
     hours = None if documents is None else documents * work.prompt_tokens / rate / 3600
-    return Speed(prefill_rate / work.sequences, rate, None, None, rate, first_token, hours)
+    return Speed(prefill_rate / work.sequences, rate, None, None, rate, first_token, hours, reads_only=True)
 
 
 def _concurrent(
@@ -265,7 +279,7 @@ def matmul_params(job: Job) -> float:
     256M of its 568M parameters, and counting it halved the encode speed against an H100's measurement
     (data/calibration/h100-2026-11-26.json)."""
     shape = job.shape
-    if job.encoder:
+    if job.reads_only:  # no LM head: an embedding model's tied table is looked up and never multiplied
         lookup = float(input_embedding_params(shape))
     else:
         lookup = 0.0 if shape.tie_word_embeddings else float(shape.vocab_size * shape.hidden_size)

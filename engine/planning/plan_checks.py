@@ -4,7 +4,7 @@ sizing, which wait for a plan, and, per spec, what is left of each once the spec
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from engine.models.attributes import PLAN_ATTRIBUTES
@@ -225,10 +225,31 @@ class PlanChecks:
         ]
         if not tests:
             return False
-        for group in groups:
-            verdicts = {
-                tuple(name in o.attrs and holds(o.attrs[name]) for name, holds in tests) for o in group
-            }
-            if len(verdicts) > 1:
-                return True
+        several = [group for group in groups if len(group) > 1]
+        for name, holds in tests:
+            # a test's verdict depends on the attribute's value alone, and a group holds few values
+            # (its providers, new or used): each value is judged once
+            verdict_of: dict[Scalar, bool] = {}
+            for group in several:
+                seen: bool | None = None
+                for option in group:
+                    verdict = _judged(option.attrs, name, holds, verdict_of)
+                    if seen is None:
+                        seen = verdict
+                    elif verdict != seen:
+                        return True
         return False
+
+
+def _judged(
+    attrs: Mapping[str, Scalar], name: str, holds: Callable[[Scalar], object], memo: dict[Scalar, bool]
+) -> bool:
+    """Whether a test on `name` holds for these attributes (never on one they lack), each value judged
+    once into `memo`."""
+    if name not in attrs:
+        return False
+    value = attrs[name]
+    verdict = memo.get(value)
+    if verdict is None:
+        verdict = memo[value] = bool(holds(value))
+    return verdict

@@ -34,7 +34,7 @@ from engine.planning.plan_fit import PlanFit, SizedSpec, SizingMemo
 from engine.planning.plan_price import PlanPricing
 from engine.planning.plan_space import NATIVE_ATTRIBUTE, Spec, own_precisions, plan_space_for, plan_specs
 from engine.planning.requirements import required_prefill_tokens_per_second
-from engine.planning.workload import Job
+from engine.planning.workload import MAX_IN_FLIGHT, Job
 from engine.reasoning.policy import (
     Filter,
     Policy,
@@ -109,8 +109,11 @@ class Planner:
         self.neutral_precision = None if neutral is None else str(neutral)
         """a precision planned first, as the request's own, on the GPUs that run it natively (rule
         serve-in-fp8-where-native: fp8 serving is quality-neutral); elsewhere `base_precision`"""
+        # an encoder's or embedding model's requests are read batch by batch, each copy taking its own, so
+        # copies do not idle while traffic lasts: its fleet grows by copies, not tensor-parallel splits
+        in_flight = MAX_IN_FLIGHT if job.reads_only else job.batch
         self.space = plan_space_for(
-            job.task, policy, self.base_precision, self.neutral_precision, job.checkpointing, job.batch
+            job.task, policy, self.base_precision, self.neutral_precision, job.checkpointing, in_flight
         )
         self.required_tps, self.per_user_tps = (
             _fact_or_none(facts, "sizing.required_tokens_per_s"),
@@ -322,7 +325,7 @@ class Planner:
         copies = 1
         if self.required_tps is not None:
             busy = self.required_tps / speed.aggregate_tokens_per_s
-            if self.required_prefill_tps and speed.prefill_tokens_per_s and not self.job.encoder:
+            if self.required_prefill_tps and speed.prefill_tokens_per_s and not self.job.reads_only:
                 busy += self.required_prefill_tps / speed.prefill_tokens_per_s
             copies = max(1, ceil(busy))
         return copies + self.spares

@@ -108,8 +108,9 @@ def required_tps(job: Job) -> float | None:
     serving = job.serving
     if serving is None or serving.requests_per_min is None:
         return None
-    if job.encoder:  # an encoder reads its input and generates nothing
-        return required_tokens_per_second(serving.requests_per_min, max(1, serving.avg_input_tokens))
+    if job.reads_only:  # an encoder or embedding model reads its input and generates nothing
+        # its input: the serving block's, else seq_len (Job.context_tokens), as its speed is sized
+        return required_tokens_per_second(serving.requests_per_min, job.context_tokens)
     return required_tokens_per_second(serving.requests_per_min, serving.avg_output_tokens)
 
 
@@ -117,7 +118,7 @@ def required_prefill_tokens_per_second(job: Job) -> float | None:
     """The prompt tokens a decoder's fleet must read per second (prefill), with the same burst
     headroom as its output; None without traffic or without a prompt."""
     serving = job.serving
-    if serving is None or serving.requests_per_min is None or job.encoder or serving.avg_input_tokens < 1:
+    if serving is None or serving.requests_per_min is None or job.reads_only or serving.avg_input_tokens < 1:
         return None
     return required_tokens_per_second(serving.requests_per_min, serving.avg_input_tokens)
 
@@ -129,7 +130,7 @@ def per_user_tps(job: Job) -> float | None:
     if job.task != "inference":
         return None
     serving = job.serving
-    if job.encoder:
+    if job.reads_only:
         latency = (
             ENCODER_LATENCY_S if serving is None or serving.latency_p95_s is None else serving.latency_p95_s
         )
@@ -193,7 +194,7 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
             found["tokens_per_s_per_user_source"] = (
                 "default: each sequence's input read within 1 s with its batch (Nielsen's 1-second limit); "
                 "give workload.serving.latency_p95_s"
-                if job.encoder
+                if job.reads_only
                 else "default: twice reading speed; give workload.serving.min_tokens_per_s_per_user"
             )
     return found

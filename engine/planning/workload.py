@@ -190,7 +190,9 @@ class Job:
     engine: ServingEngine = "vllm"
     """inference: the serving software"""
     kind: ModelKind = "decoder"
-    """decoder (generates), encoder (embeds or classifies: prefill only), as the KB model says"""
+    """decoder (causal attention), encoder (bidirectional: embeds or classifies), as the KB model says"""
+    embedding: bool = False
+    """a decoder served as a text embedder (Qwen3-Embedding): it reads its input and generates nothing"""
     training_stack: TrainingStack = "huggingface"
     """training: the software stack, which sets the share of peak FLOPS reached"""
 
@@ -204,8 +206,14 @@ class Job:
 
     @property
     def encoder(self) -> bool:
-        """an encoder or embedding model: it reads its input and generates nothing"""
+        """an encoder: its attention is bidirectional (every token attends to the whole input)"""
         return self.kind == "encoder"
+
+    @property
+    def reads_only(self) -> bool:
+        """an encoder or an embedding model: it reads its input (prefill only) and generates nothing, so
+        it keeps no KV cache and has no decode speed"""
+        return self.encoder or self.embedding
 
     @property
     def context_tokens(self) -> int:
@@ -214,7 +222,7 @@ class Job:
         serving = self.serving
         if serving is None or not serving.tokens_stated:
             return self.seq_len
-        if self.encoder:
+        if self.reads_only:
             return max(1, serving.avg_input_tokens)
         return serving.avg_input_tokens + serving.avg_output_tokens
 
@@ -359,7 +367,8 @@ def job_of(
     horizon_hours = constraints.horizon_months * HOURS_PER_MONTH
     serving = None if workload.serving is None else ServingNeeds.of(workload.serving)
     encoder = model is not None and model.kind == "encoder"
-    batch, from_serving = _batch(workload, None if encoder else serving)
+    embedding = model is not None and model.embedding
+    batch, from_serving = _batch(workload, None if encoder or embedding else serving)
     tokens, tokens_source = training_tokens(
         workload.task, params_b * 1e9, workload.training_tokens_b, workload.job_hours
     )
@@ -397,6 +406,7 @@ def job_of(
         training_stack=workload.training_stack,
         engine=(workload.serving.engine if workload.serving else None) or "vllm",
         kind="encoder" if encoder else "decoder",
+        embedding=embedding,
     )
 
 

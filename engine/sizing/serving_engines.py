@@ -18,6 +18,7 @@ from typing import Literal, get_args
 from engine.sizing._checks import check_choice, check_non_negative_int, check_positive_int
 from engine.sizing.shape import TransformerShape
 from engine.sizing.throughput import moe_expected_experts
+from engine.sizing.training_speed import HALF_WIDTH
 
 __all__ = [
     "ENCODER_EFFICIENCY",
@@ -34,17 +35,28 @@ __all__ = [
 Engine = Literal["vllm", "sglang", "hf-static-compile", "hf-eager"]
 ENGINES: tuple[str, ...] = get_args(Engine)
 
-ENCODER_EFFICIENCY = 0.35
+ENCODER_EFFICIENCY = 0.40
 """Share of the dense peak an embedding server reaches encoding batches of short documents with a
-1,024-wide encoder: Text Embeddings Inference 0.6 encodes 0.54 requests/s of 256 sentences (115,000
-tokens) with bge-large-en-v1.5 (0.335B, 0.69 GFLOP a token) on one L4 (121 dense bf16 TFLOP/s): 62k
-tokens/s, 0.35 of the peak (michaelfeil/infinity, docs/benchmarks). The bare forward pass reaches 0.45
-at that width on an H100 (data/calibration/h100-2026-11-26.json): a server keeps about 0.77 of it."""
+1,024-wide encoder, taken between two bounds measured on different GPUs. A server on an L4: Text
+Embeddings Inference 0.6 encodes 0.54 requests/s of 256 sentences (115,000 tokens) with bge-large-en-v1.5
+(0.335B, 0.69 GFLOP a token) on one L4 (121 dense bf16 TFLOP/s): 62k tokens/s, 0.35 of the peak
+(michaelfeil/infinity, docs/benchmarks), where the L4's 300 GB/s leave the element-wise kernels
+slower beside its FLOPS than on a Hopper. The bare forward pass on Hoppers: 0.46-0.47 at that width
+on an H100, 0.49 on an H200 (data/calibration/h100-2026-11-26.json, h200-2026-11-26-b.json), without
+tokenizing or batching. No measurement of a server on a Hopper is at hand; 0.40 sits between the two,
+so either is within 15-20% of a prediction."""
 ENCODER_REFERENCE_WIDTH = 1024
 """the hidden size ENCODER_EFFICIENCY was measured at (bge-large-en-v1.5)"""
 ENCODER_HALF_WIDTH = 2272
 """Hidden size at which an encoder's forward pass reaches half the share it would on infinitely wide
 layers (fitted to the H100 encode runs, data/calibration/h100-2026-11-26.json)"""
+PREFILL_ASYMPTOTE = 1.1
+"""A decoder's prompts are read at ``min(prefill_efficiency, 1.1 x h / (h + 4,400))`` of the dense peak,
+the training curve's width (`training_speed.HALF_WIDTH`): narrow layers leave the GPU to element-wise
+kernels, as in training. Measured on an H200 in eager mode (data/calibration/h200-2026-11-26-b.json):
+0.37 of the peak at h 2,048 (Qwen3-1.7B, 8 x 1,024 tokens), 0.41 at 2,560 (Qwen3-4B), 0.53-0.54 at
+4,096 and 5,120 (Qwen3-8B, Qwen3-32B), 0.59 at 3,584 on an H100 (Qwen2.5-7B); the curve gives 0.35,
+0.40, 0.53 (capped) and 0.49."""
 ENCODER_CEILING = 0.53
 """no encoder is taken to beat a decoder's prefill share (`prefill_efficiency` of vLLM)"""
 
@@ -98,11 +110,19 @@ class EngineProfile:
         """host time to launch one layer's kernels when reading a prompt"""
         return self.layer_dispatch_s if self.prefill_dispatch_s is None else self.prefill_dispatch_s
 
-    def prefill_share(self, *, moe: bool) -> float:
-        """share of dense peak FLOPS this engine's prompt processing reaches"""
+    def launch_seconds(self, shape: TransformerShape, *, prefill: bool = False) -> float:
+        """host time to launch a forward pass's layers (a decode step's, or with `prefill` a prompt's):
+        one layer's dispatch times the layers, QK_NORM_DISPATCH_FACTOR more where QK-norm adds kernels"""
+        per_layer = self.prefill_launch_s if prefill else self.layer_dispatch_s
+        return shape.n_layers * per_layer * (QK_NORM_DISPATCH_FACTOR if shape.qk_norm else 1.0)
+
+    def prefill_share(self, *, moe: bool, hidden_size: int) -> float:
+        """share of dense peak FLOPS this engine's prompt processing reaches with layers `hidden_size`
+        wide (PREFILL_ASYMPTOTE)"""
         if moe and self.moe_prefill_efficiency is not None:
             return self.moe_prefill_efficiency
-        return self.prefill_efficiency
+        h = check_positive_int("hidden_size", hidden_size)
+        return min(self.prefill_efficiency, PREFILL_ASYMPTOTE * h / (h + HALF_WIDTH))
 
 
 _VLLM = EngineProfile(
@@ -123,12 +143,18 @@ _VLLM = EngineProfile(
     band=(0.65, 1.35),
     source="vLLM / SGLang with CUDA graphs: SGLang PR 1401 (Llama-3-8B bf16 batch 1), gpt-fast README",
 )
-HF_EAGER_LAYER_DISPATCH_S = 1.1e-3
-"""Host time to launch one decoder layer's kernels in Hugging Face eager mode, per forward pass. The host
-decides it: Qwen3-8B decodes at 58.4 ms a step (36 layers, 1.6 ms each) on one H200 machine and 30.5 ms
-(0.85 ms each) on one H100 machine, Llama-3.1-8B at 23.1 ms (32 layers, 0.72 ms each), whatever the batch
-(data/calibration/h200-2026-11-26.json, h100-2026-11-26.json). 1.1 ms sits between the hosts measured,
-and the hf-eager band (0.6-1.5) holds both."""
+HF_EAGER_LAYER_DISPATCH_S = 0.9e-3
+"""Host time to launch one Llama-style decoder layer's kernels in Hugging Face eager mode, per forward
+pass (QK_NORM_DISPATCH_FACTOR more with QK-norm). The host decides it, whatever the batch: Llama-family
+layers take 0.60-0.61 ms on one H200 machine (Llama-3.2-3B, SmolLM2-1.7B) and 0.72 ms on one H100 machine
+(Llama-3.1-8B); Qwen3 layers take 0.75-0.77 ms on the first, 0.83-0.85 ms on the second and 1.54-1.62 ms
+on another H200 machine (Qwen3-8B) (data/calibration/h200-2026-11-26-c.json, h100-2026-11-26.json,
+h200-2026-11-26.json). 0.9 ms (1.1 ms for Qwen3) sits between the hosts measured, and the hf-eager band
+(0.6-1.5) holds them all."""
+QK_NORM_DISPATCH_FACTOR = 1.22
+"""A layer that normalises its queries and keys (Qwen3's QK-norm: two more RMSNorms, each a handful of
+element-wise kernels) takes this much longer to launch: 0.76 against 0.605 ms on one H200 host (1.26),
+0.85 against 0.72 ms on one H100 host (1.18)."""
 
 _HF_STATIC = EngineProfile(
     name="hf-static-compile",
