@@ -25,6 +25,7 @@ from cli.request_input import (
 )
 from engine.maintenance import (
     CHANGE_THRESHOLD,
+    BundleError,
     CatalogError,
     EngineConfigError,
     KBInvalid,
@@ -34,12 +35,14 @@ from engine.maintenance import (
     kb_counts,
     lint,
     new_rule,
+    open_bundle,
     paths,
     rule_cases,
     rules_document,
     schema_documents,
     shown,
     with_attribute_tables,
+    write_bundle,
 )
 from engine.models.compare import CompareResponse
 from engine.models.response import RecommendResponse
@@ -93,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
         _docs_command,
         _new_rule_command,
         _stats_command,
+        _bundle_command,
     ):
         add(kb)
     return parser
@@ -121,6 +125,13 @@ def _serve_command(commands: Commands) -> None:
         "(default 128; $GPU_ADVISOR_MAX_QUEUE)",
     )
     _kb_option(serve)
+    serve.add_argument(
+        "--kb-bundle",
+        metavar="FILE|URL",
+        default=None,
+        help="serve the KB of a bundle `gpu-advisor kb bundle` wrote (a path, or an http(s) or file URL), "
+        "its bytes checked against the digest in its name; instead of --kb",
+    )
     _rules_option(serve)
     serve.set_defaults(handler=_serve)
 
@@ -268,6 +279,20 @@ def _stats_command(commands: Commands) -> None:
     stats = commands.add_parser("stats", help="count the entities of each kind")
     _kb_option(stats)
     stats.set_defaults(handler=_stats)
+
+
+def _bundle_command(commands: Commands) -> None:
+    """gpu-advisor kb bundle."""
+    what = (
+        "Write the KB as one file named by its SHA-256 (gpu-advisor-kb-<digest>.tar.gz), the same bytes "
+        "for the same files: `serve --kb-bundle` serves it, so every replica serves one KB version."
+    )
+    bundle = commands.add_parser(
+        "bundle", help="write the KB as one content-addressed file", description=what
+    )
+    _kb_option(bundle)
+    bundle.add_argument("--out", type=Path, default=Path("."), help="folder to write it in (default: .)")
+    bundle.set_defaults(handler=_bundle)
 
 
 def _seconds(text: str) -> float:
@@ -462,6 +487,22 @@ def _stats(args: argparse.Namespace) -> int:
     return EXIT_OK if not problems else EXIT_PROBLEMS
 
 
+def _bundle(args: argparse.Namespace) -> int:
+    kb_root = args.kb or paths.kb_dir()
+    _, version, problems = kb_counts(kb_root)
+    if version is None or problems:  # a bundle is published to be served: a KB with problems is not
+        _print_problems(problems)
+        print("gpu-advisor: no bundle written: the knowledge base has problems", file=sys.stderr)
+        return EXIT_PROBLEMS
+    try:
+        written = write_bundle(kb_root, args.out)
+    except (BundleError, OSError) as exc:
+        print(f"gpu-advisor: no bundle written: {exc}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    print(f"{written}  (kb version {version})")
+    return EXIT_OK
+
+
 def _recommend(args: argparse.Namespace) -> int:
     def show(response: RecommendResponse) -> int:
         if args.launch:
@@ -548,7 +589,17 @@ def _answer(
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.kb_bundle is not None and args.kb is not None:
+        print("gpu-advisor: not starting: give --kb or --kb-bundle, not both", file=sys.stderr)
+        return EXIT_USAGE
     kb_root = (args.kb or paths.kb_dir()).resolve()
+    if args.kb_bundle is not None:
+        try:  # unpacked into a private folder of its own; the workers and reloads read it from there
+            kb_root, digest = open_bundle(args.kb_bundle)
+        except BundleError as exc:
+            print(f"gpu-advisor: not starting: {exc}", file=sys.stderr)
+            return EXIT_PROBLEMS
+        print(f"gpu-advisor: serving the KB of bundle {digest}", file=sys.stderr)
     rules_root = (args.rules or paths.rules_dir()).resolve()
     try:
         advisor = load_advisor(kb_root, rules_root, paths.data_dir(), date.today())

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from engine.knowledge import cache, paths
+from engine.knowledge.bundle import BundleError, open_bundle, write_bundle
 from engine.knowledge.cache import CheckedKB
 from engine.knowledge.catalog import (
     CHANGE_THRESHOLD,
@@ -40,6 +41,7 @@ from engine.reasoning.rules import CaseResult, read_rules, run_rule_cases
 __all__ = [
     "CHANGE_THRESHOLD",
     "KB",
+    "BundleError",
     "CatalogError",
     "CatalogImport",
     "CheckFailed",
@@ -55,6 +57,7 @@ __all__ = [
     "kb_counts",
     "lint",
     "new_rule",
+    "open_bundle",
     "parse_yaml_mapping",
     "paths",
     "read_checked",
@@ -65,6 +68,7 @@ __all__ = [
     "schema_documents",
     "shown",
     "with_attribute_tables",
+    "write_bundle",
 ]
 
 

@@ -221,7 +221,8 @@ class Advisor:
         planned = self.planned(request)
         if not planned.found.top and may_assume_a_desktop(request):
             on_desktop = with_an_assumed_desktop(request)
-            assumed = self.planned(on_desktop)
+            # shown only when it has plans: its way out, when it has none, would be thrown away
+            assumed = self.planned(on_desktop, seek_way_out=False)
             if assumed.found.top:
                 return [
                     on_an_assumed_desktop(self.kb, request, self.described(on_desktop, assumed.shown(k)))
@@ -233,10 +234,11 @@ class Advisor:
         """The answer to `request` as it is stated."""
         return self.described(request, self.planned(request))
 
-    def planned(self, request: RecommendRequest) -> Planned:
+    def planned(self, request: RecommendRequest, *, seek_way_out: bool = True) -> Planned:
         """`request` through the rules and planned: everything the answer states, before any words."""
         reasoned = self.reasoned(request)
-        return Planned(reasoned, find(self.searcher, reasoned.planner, reasoned.ctx, request))
+        found = find(self.searcher, reasoned.planner, reasoned.ctx, request, seek_way_out=seek_way_out)
+        return Planned(reasoned, found)
 
     def described(self, request: RecommendRequest, planned: Planned) -> RecommendResponse:
         """The planned answer to `request` in words: the answer layer's part, which plans nothing."""

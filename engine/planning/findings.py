@@ -64,10 +64,18 @@ class FoundChoices:
     needs: Needs
 
 
-def find(searcher: Searcher, every_plan: Planner, ctx: Context, request: RecommendRequest) -> Found:
+def find(
+    searcher: Searcher,
+    every_plan: Planner,
+    ctx: Context,
+    request: RecommendRequest,
+    *,
+    seek_way_out: bool = True,
+) -> Found:
     """Plan `request`: first the plans that keep the requested method and precision; the substitutes
     are sized only when none of those passes (they would be dropped by `as_asked` anyway). What
-    follows reads the planner whose plans the answer shows."""
+    follows reads the planner whose plans the answer shows. Without `seek_way_out`, a request with
+    no plan is not searched for the constraint to give up (a trial whose failure is not shown)."""
     planner = every_plan.asked_only(True)
     search = searcher.search(planner, ctx, request.constraints.gpu_count)
     if not search.candidates:
@@ -78,7 +86,7 @@ def find(searcher: Searcher, every_plan: Planner, ctx: Context, request: Recomme
     plotted = ranked[:MAX_TOP_K]
     beaten = {o.above: (o, plotted[o.below]) for o in outranked(plotted, request.objective, len(top))}
     target = on_target(searcher, planner, ctx, request, ranked, search.rejections)
-    way_out = None if top else find_way_out(planner, search, request.objective, measure)
+    way_out = None if top or not seek_way_out else find_way_out(planner, search, request.objective, measure)
     needs = needs_of(planner, planned_precision(top, planner), planned_checkpointing(top, planner.job))
     return Found(search, top, beaten, target, way_out, needs)
 
