@@ -28,7 +28,7 @@ from engine.models.lean import CompareResponseV2, RecommendResponseV2
 from engine.models.request import RecommendRequest
 from engine.models.response import RecommendResponse
 from engine.models.service import RuleDetail, RuleSummary
-from engine.models.views import ErrorDetail, GpuSummary, Health, Version
+from engine.models.views import ErrorDetail, GpuSummary, Health, Ready, Version
 from engine.recommend import (
     Advisor,
     compare_markdown,
@@ -217,6 +217,13 @@ def metrics_page() -> Response:
 async def healthz(advisor: CurrentAdvisor) -> Health:
     """Liveness: the service is up with a validated knowledge base and rule set."""
     return Health(status="ok", kb_version=advisor.version, open_rule_sessions=advisor.open_sessions())
+
+
+@router.get("/readyz", response_model=Ready, tags=["service"])
+async def readyz(advisor: CurrentAdvisor) -> Ready:
+    """Readiness: this worker has its knowledge base loaded and its rules compiled, so a load balancer
+    may send it answers. Like /healthz it is answered on the event loop, never behind the answers."""
+    return Ready(status="ready", kb_version=advisor.version, rules=len(advisor.rules))
 
 
 @router.get("/version", response_model=Version, tags=["service"])

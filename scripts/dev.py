@@ -7,7 +7,7 @@
     python3 scripts/dev.py lock    # re-resolve the lock files from pyproject.toml (installs uv first)
     python3 scripts/dev.py lock --upgrade   # the same, moving every pin to its newest allowed version
 
-Every package comes from two hashed lock files written by `uv pip compile --universal
+Every package comes from hashed lock files written by `uv pip compile --universal
 --generate-hashes`, so one lock serves Linux, macOS and Windows on Python 3.11 and 3.12, and pip
 refuses any file whose hash is not in it:
 
@@ -16,6 +16,8 @@ refuses any file whose hash is not in it:
   both builds run with --no-build-isolation so that pip does not fetch an unpinned setuptools for them.
 - requirements-dev.lock: the runtime dependencies, the dev extra and the build tools again, resolved
   together so that the two files can never pin different versions of one package.
+- requirements.lock: the runtime dependencies alone, at the versions requirements-dev.lock pins: what
+  the service image installs (Dockerfile), without the test and lint tools.
 
 The lock files sit beside pyproject.toml, as the project's layout asks. .venv is deleted and made
 anew whenever pyproject.toml or a lock file changes, so it holds exactly the lock. Standard library only.
@@ -39,6 +41,7 @@ STAMP = VENV / ".installed"
 PYPROJECT = "pyproject.toml"
 BUILD_LOCK = "requirements-build.lock"
 DEV_LOCK = "requirements-dev.lock"
+RUNTIME_LOCK = "requirements.lock"
 SUPPORTED = ((3, 11), (3, 12))  # durable-rules 2.0.28 does not import on 3.13 (see pyproject.toml)
 
 # uv is needed only to refresh the lock. It is pinned so that two people refreshing the same
@@ -176,7 +179,8 @@ def lock(*options: str) -> None:
     # One resolution for everything, then the build tools alone at the versions it chose.
     _run(*uv, PYPROJECT, "-", "--extra", "dev", "--output-file", DEV_LOCK, stdin=build_tools)
     _run(*uv, "-", "--constraint", DEV_LOCK, "--output-file", BUILD_LOCK, stdin=build_tools)
-    print(f"wrote {BUILD_LOCK} and {DEV_LOCK}; the next run or test re-creates .venv from them")
+    _run(*uv, PYPROJECT, "--constraint", DEV_LOCK, "--output-file", RUNTIME_LOCK)
+    print(f"wrote {BUILD_LOCK}, {DEV_LOCK} and {RUNTIME_LOCK}; the next run or test re-creates .venv")
 
 
 TASKS = {"run": run, "test": test, "golden": golden}

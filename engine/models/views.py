@@ -47,6 +47,16 @@ class Health(BaseModel):
     )
 
 
+class Ready(BaseModel):
+    """Body of `GET /readyz`."""
+
+    status: Literal["ready"] = Field(
+        description="the worker answers: its KB is loaded and its rules compiled"
+    )
+    kb_version: str = Field(description="content hash of the knowledge base in use")
+    rules: int = Field(description="rules compiled into the worker's rule engine")
+
+
 class Version(BaseModel):
     """Body of `GET /version`."""
 
