@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # a worker imports this module before the engine; a reading p
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 """the environment variable prometheus_client reads for its multiprocess mode"""
 REQUEST_ID_HEADER = "X-Request-ID"
+KB_VERSION_HEADER = "X-KB-Version"
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 """a client's request id is echoed only when it is a short token (never a header injection)"""
 UNMATCHED = "unmatched"
@@ -150,6 +151,16 @@ def request_id(scope: Scope) -> str:
     return uuid.uuid4().hex
 
 
+def kb_version_of(scope: Scope) -> str | None:
+    """The KB version of a request's answer: the one its route took the advisor at
+    (`routes.current_advisor`), else the one in service now (a route that reads no KB, an error)."""
+    version = scope.get("state", {}).get("kb_version")
+    if version is None:
+        advisor = getattr(getattr(scope.get("app"), "state", None), "advisor", None)
+        version = getattr(advisor, "version", None)
+    return version if isinstance(version, str) else None
+
+
 def route_of(scope: Scope) -> str:
     """The template of the route that answered (`/gpus/{gpu_id}`: the router leaves the route it
     matched in the scope), or `unmatched` when none did."""
@@ -175,7 +186,11 @@ class Observe:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
-                message["headers"] = [*message.get("headers", []), (b"x-request-id", rid.encode())]
+                headers = [*message.get("headers", []), (b"x-request-id", rid.encode())]
+                version = kb_version_of(scope)
+                if version is not None:
+                    headers.append((b"x-kb-version", version.encode()))
+                message["headers"] = headers
             await send(message)
 
         try:

@@ -62,8 +62,11 @@ REQUEST_ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 async def current_advisor(request: Request) -> Advisor:
-    """The advisor in service (replaced as a whole by a reload, never changed in place)."""
+    """The advisor in service (replaced as a whole by a reload, never changed in place). The request
+    keeps its KB version, which its response's X-KB-Version header states (api/metrics.py): the KB
+    that produced the answer, even when a reload switches KBs before the answer is sent."""
     advisor: Advisor = request.app.state.advisor
+    request.state.kb_version = advisor.version
     return advisor
 
 

@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,26 +122,44 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 """what the report's browser test (tests/test_report.py, marker `browser`) opens the page in"""
 
 
-def ensure_browser() -> None:
-    """Install Debian's Chromium for the browser test when none is here and apt can (as root); else
-    say that the test will be skipped. Never fails the run: the browser test skips without one."""
-    if any(shutil.which(name) for name in BROWSERS):
+def _debian_package(package: str, present: Callable[[], object], purpose: str) -> None:
+    """Install a Debian package a test needs when it is not here and apt can (as root); else say that
+    the test will be skipped. Never fails the run: such tests skip, saying why, without it."""
+    if present():
         return
     apt = shutil.which("apt-get")
     if apt and hasattr(os, "geteuid") and os.geteuid() == 0:
-        print("installing Debian's chromium for the report's browser test ...", flush=True)
+        print(f"installing Debian's {package} for {purpose} ...", flush=True)
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(
-                [apt, "install", "-y", "-q", "chromium"],
+                [apt, "install", "-y", "-q", package],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
                 timeout=600,
                 check=False,
             )
-        if shutil.which("chromium"):
+        if present():
             return
-    print("no Chromium could be installed: the report's browser test will be skipped", flush=True)
+    print(f"no {package} could be installed: {purpose} will be skipped", flush=True)
+
+
+def ensure_browser() -> None:
+    """Debian's Chromium for the report's browser test (tests/test_report.py, marker `browser`)."""
+    _debian_package("chromium", lambda: any(shutil.which(name) for name in BROWSERS), "the browser test")
+
+
+NGINX_PATHS = ("/usr/sbin/nginx", "/usr/local/sbin/nginx")
+"""where nginx lies when the PATH leaves out the sbin folders"""
+
+
+def ensure_nginx() -> None:
+    """Debian's nginx for the replicas test (tests/test_replicas.py, marker `replicas`)."""
+    _debian_package(
+        "nginx",
+        lambda: shutil.which("nginx") or any(os.access(path, os.X_OK) for path in NGINX_PATHS),
+        "the replicas test",
+    )
 
 
 def test() -> None:
@@ -149,6 +168,7 @@ def test() -> None:
     _run(BIN / "mypy")
     _run(BIN / "gpu-advisor", "kb", "lint")
     ensure_browser()
+    ensure_nginx()
     _run(BIN / "python", "-m", "pytest")
 
 

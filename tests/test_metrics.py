@@ -92,6 +92,16 @@ def test_each_request_is_one_json_log_line_with_its_id(
     assert lines[-1]["route"] == "/healthz" and lines[-1]["status"] == 200 and lines[-1]["ms"] >= 0
 
 
+def test_every_answer_names_the_kb_version_that_produced_it(client: TestClient, advisor: Advisor) -> None:
+    """X-KB-Version on every response: a load balancer's logs tell which KB each replica answered
+    from, and an answer's body never names another than its header."""
+    body = {"workload": {"task": "inference", "model": "llama-3-1-8b"}, "top_k": 1}
+    answer = client.post("/recommend", json=body)
+    assert answer.headers["x-kb-version"] == answer.json()["kb_version"] == advisor.version
+    for path in ("/healthz", "/readyz", "/gpus", "/metrics", "/no-such-route"):
+        assert client.get(path).headers["x-kb-version"] == advisor.version, path
+
+
 COUNT_ONE = """
 from api import metrics
 metrics.REQUESTS.labels(route="/healthz", method="GET", status="200").inc()
