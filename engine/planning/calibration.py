@@ -160,6 +160,8 @@ def describe(run: TrainingRun | DecodeRun | EncodeRun) -> str:
         return f"{run.model} encode, batch {run.batch} x {run.seq}"
     if isinstance(run, TrainingRun):
         extra = ", checkpointing" if run.checkpointing else ""
+        if run.gradient_accumulation > 1:
+            extra += f", accumulating {run.gradient_accumulation} micro-batches"
         rank = f" r{run.lora_rank}" if run.lora_rank else ""
         return f"{run.model} {run.method}{rank}, batch {run.batch} x {run.seq}{extra}"
     return f"{run.model} decode ({run.engine}), batch {run.batch}, {run.prompt} + {run.new_tokens} tokens"
