@@ -25,18 +25,29 @@ from cli.request_input import (
 )
 from engine.maintenance import (
     CHANGE_THRESHOLD,
+    MAX_DROP_SHARE,
+    NOT_REFRESHABLE,
+    REFRESHABLE,
+    SCHEMA_VERSION,
     BundleError,
     CatalogError,
+    CatalogImport,
     EngineConfigError,
     KBInvalid,
     Problem,
+    RefreshError,
+    RefreshRefused,
     calibration_documents,
+    checked_clouds,
+    fetcher,
     import_catalog,
     kb_counts,
+    latest_commit,
     lint,
     new_rule,
     open_bundle,
     paths,
+    refresh_catalog,
     rule_cases,
     rules_document,
     schema_documents,
@@ -92,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
         _lint_command,
         _test_command,
         _import_command,
+        _refresh_command,
         _schema_command,
         _docs_command,
         _new_rule_command,
@@ -222,13 +234,13 @@ def _lint_command(commands: Commands) -> None:
     _kb_option(lint)
     _rules_option(lint)
     _data_option(lint)
-    lint.add_argument(
-        "--today",
-        type=date.fromisoformat,
-        default=None,
-        help="date to check 'not in the future' against (default: today)",
-    )
+    _date_option(lint, "--today", "date to check 'not in the future' against (default: today)")
     lint.set_defaults(handler=_lint)
+
+
+def _date_option(parser: argparse.ArgumentParser, flag: str, what: str) -> None:
+    """An optional YYYY-MM-DD option (None when not given)."""
+    parser.add_argument(flag, type=date.fromisoformat, default=None, help=what)
 
 
 def _test_command(commands: Commands) -> None:
@@ -244,6 +256,58 @@ def _import_command(commands: Commands) -> None:
     _kb_option(imp)
     _data_option(imp)
     imp.set_defaults(handler=_import_catalog)
+
+
+def _refresh_command(commands: Commands) -> None:
+    """gpu-advisor kb refresh."""
+    what = (
+        "Read each cloud's current offers from SkyPilot's public catalog (every file at one commit), "
+        "rewrite its data/cloud-catalog/ file and import the snapshot into kb/offers/ as import-catalog "
+        "does, with the diff in docs/catalog-changes.md. Refused, with nothing written, when a provider "
+        f"would lose more than --max-drop of its offers. Clouds: {', '.join(REFRESHABLE)}. Not: "
+        + "; ".join(f"{cloud}: {why}" for cloud, why in NOT_REFRESHABLE.items())
+        + "."
+    )
+    refresh = commands.add_parser(
+        "refresh", help="fresh cloud prices from the SkyPilot catalog", description=what
+    )
+    _kb_option(refresh)
+    _data_option(refresh)
+    refresh.add_argument(
+        "--clouds", help="comma-separated clouds to refresh (default: every one that can be)"
+    )
+    refresh.add_argument(
+        "--from",
+        dest="source",
+        help="a copy of the catalog repository (a folder, or a URL its paths lie under) instead of GitHub",
+    )
+    refresh.add_argument("--commit", help="the catalog commit to read (default: the newest on GitHub)")
+    refresh.add_argument(
+        "--schema", default=SCHEMA_VERSION, help=f"catalog schema folder (default {SCHEMA_VERSION})"
+    )
+    refresh.add_argument(
+        "--max-drop",
+        type=_share,
+        default=MAX_DROP_SHARE,
+        help=f"largest share of one provider's offers a refresh may remove (default {MAX_DROP_SHARE:g})",
+    )
+    _date_option(
+        refresh,
+        "--as-of",
+        "the date the offers are given (default: the commit's date when read from GitHub, else today)",
+    )
+    refresh.set_defaults(handler=_refresh_catalog)
+
+
+def _share(text: str) -> float:
+    """An argparse type: a share from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a share from 0 to 1")
+    return value
 
 
 def _schema_command(commands: Commands) -> None:
@@ -400,6 +464,11 @@ def _import_catalog(args: argparse.Namespace) -> int:
     if isinstance(imported, list):
         _print_problems(imported)
         return EXIT_PROBLEMS
+    _print_import(imported)
+    return EXIT_OK
+
+
+def _print_import(imported: CatalogImport) -> None:
     result, diff, written, removed = imported.result, imported.diff, imported.written, imported.removed
     print(
         f"{len(result.files)} offers ({written} written, {removed} removed); "
@@ -413,6 +482,36 @@ def _import_catalog(args: argparse.Namespace) -> int:
                 f"{skipped.reason}"
             )
         )
+
+
+def _refresh_catalog(args: argparse.Namespace) -> int:
+    try:
+        clouds = (
+            checked_clouds(c.strip() for c in args.clouds.split(",") if c.strip())
+            if args.clouds
+            else REFRESHABLE
+        )
+        if args.source is not None and args.commit is None:
+            raise RefreshError("--from needs --commit: the catalog commit the copy holds, recorded per row")
+        commit, dated = (args.commit, None) if args.commit else latest_commit()
+        refreshed = refresh_catalog(
+            args.kb or paths.kb_dir(),
+            args.data or paths.data_dir(),
+            fetcher(args.source, commit),
+            clouds,
+            commit,
+            args.as_of or dated or date.today(),
+            max_drop=args.max_drop,
+            schema=args.schema,
+        )
+    except (CatalogError, RefreshError, RefreshRefused) as exc:
+        print(f"gpu-advisor: {shown(str(exc))}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    if isinstance(refreshed, list):
+        _print_problems(refreshed)
+        return EXIT_PROBLEMS
+    print(f"refreshed {', '.join(refreshed.clouds)} from the SkyPilot catalog at {refreshed.commit}")
+    _print_import(refreshed.imported)
     return EXIT_OK
 
 

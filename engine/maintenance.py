@@ -5,10 +5,14 @@ call this and the Advisor (engine/recommend.py), nothing deeper (tests/test_laye
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from types import MappingProxyType
 
 from pydantic import BaseModel
 
@@ -16,6 +20,7 @@ from engine.knowledge import cache, paths
 from engine.knowledge.bundle import BundleError, open_bundle, write_bundle
 from engine.knowledge.cache import CheckedKB
 from engine.knowledge.catalog import (
+    CATALOG_DIR,
     CHANGE_THRESHOLD,
     CatalogDiff,
     CatalogError,
@@ -30,8 +35,23 @@ from engine.knowledge.documents import ReadError, parse_yaml_mapping
 from engine.knowledge.kb import KB, LoadResult, read_kb
 from engine.knowledge.lint import lint_kb
 from engine.knowledge.problems import KBInvalid, Problem
+from engine.knowledge.refresh import (
+    MAX_DROP_SHARE,
+    NOT_REFRESHABLE,
+    REFRESHABLE,
+    SCHEMA_VERSION,
+    Drop,
+    RefreshError,
+    catalog_path,
+    checked_clouds,
+    drops,
+    fetcher,
+    latest_commit,
+    snapshot_rows,
+)
+from engine.knowledge.snapshot import Tree
 from engine.knowledge.text import shown
-from engine.models.kb import KIND_MODELS
+from engine.models.kb import KIND_MODELS, Offer
 from engine.models.rule import Rule
 from engine.reasoning.checked import CheckFailed, disk_key, read_checked, read_checked_apart
 from engine.reasoning.engines import EngineConfigError, make_engine
@@ -41,6 +61,10 @@ from engine.reasoning.rules import CaseResult, read_rules, run_rule_cases
 __all__ = [
     "CHANGE_THRESHOLD",
     "KB",
+    "MAX_DROP_SHARE",
+    "NOT_REFRESHABLE",
+    "REFRESHABLE",
+    "SCHEMA_VERSION",
     "BundleError",
     "CatalogError",
     "CatalogImport",
@@ -50,11 +74,16 @@ __all__ = [
     "KBInvalid",
     "Problem",
     "ReadError",
+    "RefreshError",
+    "RefreshRefused",
     "cache",
     "calibration_documents",
+    "checked_clouds",
     "disk_key",
+    "fetcher",
     "import_catalog",
     "kb_counts",
+    "latest_commit",
     "lint",
     "new_rule",
     "open_bundle",
@@ -63,6 +92,7 @@ __all__ = [
     "read_checked",
     "read_checked_apart",
     "read_kb",
+    "refresh_catalog",
     "rule_cases",
     "rules_document",
     "schema_documents",
@@ -103,7 +133,11 @@ def import_catalog(kb_root: Path, data_root: Path) -> CatalogImport | list[Probl
     if loaded.kb is None:
         return list(loaded.problems)
     result = build_offers(data_root, loaded.kb.gpus, loaded.kb.providers)
-    before = loaded.kb.offers
+    return _applied(kb_root, loaded.kb.offers, result)
+
+
+def _applied(kb_root: Path, before: Mapping[str, Offer], result: ImportResult) -> CatalogImport:
+    """`result` written into `kb_root`/offers, with its import report and what changed from `before`."""
     diff = catalog_diff(before, result.offers)
     written, removed = write_offers(result, kb_root / "offers")
     docs = kb_root.parent / "docs"
@@ -113,6 +147,74 @@ def import_catalog(kb_root: Path, data_root: Path) -> CatalogImport | list[Probl
             changes = diff_markdown(diff, before, result.offers)
             (docs / "catalog-changes.md").write_text(changes, encoding="utf-8")
     return CatalogImport(result, diff, written, removed)
+
+
+@dataclass(frozen=True)
+class CatalogRefresh:
+    """Clouds read afresh from the catalog at one commit, and the import they led to."""
+
+    clouds: tuple[str, ...]
+    commit: str
+    imported: CatalogImport
+
+
+class RefreshRefused(Exception):
+    """A refresh that would remove more than the allowed share of a provider's offers; nothing written."""
+
+    def __init__(self, too_many: Sequence[Drop], max_drop: float) -> None:
+        self.drops = tuple(too_many)
+        lost = "; ".join(
+            f"{d.provider} would lose {d.removed} of its {d.before} offers ({d.share:.0%})" for d in too_many
+        )
+        super().__init__(
+            f"refresh refused: {lost}, more than the {max_drop:.0%} allowed (a cut-off download or an "
+            "outage upstream looks like this; check the catalog, then allow it with --max-drop). "
+            "Nothing was written."
+        )
+
+
+def refresh_catalog(
+    kb_root: Path,
+    data_root: Path,
+    read: Callable[[str], bytes],
+    clouds: Sequence[str],
+    commit: str,
+    as_of: date,
+    *,
+    max_drop: float = MAX_DROP_SHARE,
+    schema: str = SCHEMA_VERSION,
+) -> CatalogRefresh | list[Problem]:
+    """Each cloud's snapshot file rebuilt from the catalog's current `vms.csv` (`read` fetches a path of
+    the catalog repository, at `commit`; its offers dated `as_of`), then imported as `import_catalog`
+    does. Refused, with nothing written, when a provider would lose more than `max_drop` of its offers
+    (`RefreshRefused`); `RefreshError` when a file cannot be fetched or read; the KB's problems when
+    it does not load."""
+    asked = checked_clouds(clouds)
+    paths_of = {cloud: catalog_path(cloud, schema) for cloud in asked}
+    snapshots = {
+        f"{CATALOG_DIR}/{cloud}.csv": snapshot_rows(cloud, read(path), path, commit, as_of).encode("utf-8")
+        for cloud, path in paths_of.items()
+    }
+    loaded = read_kb(kb_root)
+    if loaded.kb is None:
+        return list(loaded.problems)
+    data = Tree.read(data_root)
+    refreshed = dataclasses.replace(data, files=MappingProxyType({**data.files, **snapshots}))
+    result = build_offers(refreshed, loaded.kb.gpus, loaded.kb.providers)
+    providers = [p.id for p in loaded.kb.providers.values() if p.catalog_name in asked]
+    too_many = [d for d in drops(loaded.kb.offers, result.offers, providers) if d.share > max_drop]
+    if too_many:
+        raise RefreshRefused(too_many, max_drop)
+    for name, content in snapshots.items():
+        _replace_file(data_root / name, content)
+    return CatalogRefresh(asked, commit, _applied(kb_root, loaded.kb.offers, result))
+
+
+def _replace_file(path: Path, content: bytes) -> None:
+    """Write `content` to `path` under a temporary name and rename it: a reader sees one whole file."""
+    temporary = path.with_name(f".{path.name}.part")
+    temporary.write_bytes(content)
+    os.replace(temporary, path)
 
 
 def rules_document(root: Path) -> tuple[str | None, list[Problem]]:

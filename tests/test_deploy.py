@@ -4,6 +4,7 @@ the image builds where a Docker daemon and its base images are at hand."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,6 +16,7 @@ import yaml
 from fastapi.testclient import TestClient
 
 from api.app import create_app
+from cli.main import _parser
 from engine.knowledge.paths import PROJECT_ROOT
 from engine.recommend import Advisor
 
@@ -22,6 +24,8 @@ DEPLOY = PROJECT_ROOT / "deploy"
 KUBERNETES_VERSION = "1.33.0"
 """the Kubernetes release the manifests are validated against (kubernetes-validate's schemas)"""
 MANIFESTS = sorted(p for p in DEPLOY.glob("*.yaml") if p.name != "kustomization.yaml")
+REFRESH = DEPLOY / "refresh"
+REFRESH_MANIFESTS = sorted(p for p in REFRESH.glob("*.yaml") if p.name != "kustomization.yaml")
 
 
 def _documents(path: Path) -> list[dict[str, Any]]:
@@ -34,15 +38,38 @@ def _container() -> dict[str, Any]:
     return container
 
 
-@pytest.mark.parametrize("path", MANIFESTS, ids=[p.name for p in MANIFESTS])
+@pytest.mark.parametrize(
+    "path",
+    MANIFESTS + REFRESH_MANIFESTS,
+    ids=[p.relative_to(DEPLOY).as_posix() for p in MANIFESTS + REFRESH_MANIFESTS],
+)
 def test_each_manifest_is_valid_for_the_pinned_kubernetes(path: Path) -> None:
     for document in _documents(path):
         kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
 
 
-def test_the_kustomization_lists_every_manifest() -> None:
-    (kustomization,) = _documents(DEPLOY / "kustomization.yaml")
-    assert sorted(kustomization["resources"]) == [p.name for p in MANIFESTS]
+@pytest.mark.parametrize(("folder", "manifests"), [(DEPLOY, MANIFESTS), (REFRESH, REFRESH_MANIFESTS)])
+def test_the_kustomization_lists_every_manifest(folder: Path, manifests: list[Path]) -> None:
+    (kustomization,) = _documents(folder / "kustomization.yaml")
+    assert sorted(kustomization["resources"]) == [p.name for p in manifests]
+
+
+def test_the_refresh_job_runs_commands_the_cli_takes_and_writes_only_its_volumes() -> None:
+    """Each `gpu-advisor` step of the CronJob parses as the CLI's own arguments (a renamed option would
+    fail every week, unseen), and it writes only to the volumes it mounts: the copy, /tmp, the store."""
+    (job,) = _documents(REFRESH / "cronjob.yaml")
+    pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    steps = [s.strip() for s in container["args"][0].split("&&")]
+    invoked = [shlex.split(s)[1:] for s in steps if s.startswith("gpu-advisor ")]
+    assert [i[:2] for i in invoked] == [["kb", "refresh"], ["kb", "bundle"]]
+    for argv in invoked:
+        assert _parser().parse_args(argv).handler is not None
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    claims = {v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v}
+    (pvc,) = _documents(REFRESH / "bundles-pvc.yaml")
+    assert claims == {pvc["metadata"]["name"]}
+    assert {m["mountPath"] for m in container["volumeMounts"]} == {"/work", "/tmp", "/bundles"}
 
 
 def test_the_pod_runs_unprivileged_on_a_read_only_root() -> None:

@@ -150,9 +150,16 @@ def diff_markdown(diff: CatalogDiff, before: Mapping[str, Offer], after: Mapping
             "|---|---|---|---|---|",
         ]
         lines += [
-            f"| `{c.offer_id}` | {c.field} | {c.old:g} | {c.new:g} | {c.change:+.0%} |" for c in diff.changed
+            f"| `{c.offer_id}` | {c.field} | {c.old:g} | {c.new:g} | {_change(c)} |" for c in diff.changed
         ]
     return "\n".join(lines) + "\n"
+
+
+def _change(change: PriceChange) -> str:
+    """A price change as the report shows it: a price listed where there was none is new, not +inf%."""
+    if not change.old:
+        return "new"
+    return "gone" if not change.new else f"{change.change:+.0%}"
 
 
 def build_offers(
@@ -471,7 +478,10 @@ def _draft(
     if on_demand is None and spot is None:
         return skip("no price listed")
     commit, catalog_path = row["source_commit"], row["catalog_path"]
-    notes = [f"as_of is {config.as_of_note}", "prices are per instance, the minimum over the regions listed"]
+    as_of, as_of_note = _row_date(row, config)
+    if as_of is None:
+        return skip(f"as_of {row['as_of']!r} is not a date (YYYY-MM-DD)")
+    notes = [f"as_of is {as_of_note}", "prices are per instance, the minimum over the regions listed"]
     if row.get("coverage") and row["coverage"] != "full":
         notes.append(f"snapshot note: {row['coverage']}")
     spot, local_note = _spot_outside_local_zones(spot, row.get("coverage", ""))
@@ -496,19 +506,36 @@ def _draft(
         "spot_usd_per_hour": spot,
         "region_count": int(row.get("n_regions") or len(regions)),
         "regions": regions,
-        "as_of": config.as_of,
+        "as_of": as_of,
         "notes": notes,
-        "sources": [
-            {
-                "url": f"{CATALOG_REPO_URL}/{commit}/{catalog_path}",
-                "accessed": config.as_of,
-                "note": f"snapshot row data/{source} (SkyPilot catalog)",
-            },
-            *extra_sources,
-        ],
+        "sources": [_catalog_source(commit, catalog_path, as_of, source), *extra_sources],
     }
     version = re.search(r"/v(\d+)/", catalog_path)
     return Draft(fields, source, int(version.group(1)) if version else 0)
+
+
+def _catalog_source(commit: str, catalog_path: str, as_of: date, source: str) -> dict[str, Any]:
+    """Where a snapshot row came from: the catalog file at its commit, and the row in data/."""
+    return {
+        "url": f"{CATALOG_REPO_URL}/{commit}/{catalog_path}",
+        "accessed": as_of,
+        "note": f"snapshot row data/{source} (SkyPilot catalog)",
+    }
+
+
+def _row_date(row: dict[str, str], config: ImportConfig) -> tuple[date | None, str]:
+    """When a row's prices were taken: as `kb refresh` dated them (its `as_of` column), else the
+    snapshot's approximate date from data/catalog-import.yaml."""
+    if not row.get("as_of"):
+        return config.as_of, config.as_of_note
+    try:
+        taken = date.fromisoformat(row["as_of"])
+    except ValueError:
+        return None, ""
+    return (
+        taken,
+        "the date of the catalog `gpu-advisor kb refresh` read (its commit's, or the day it was read)",
+    )
 
 
 def _manual_draft(
