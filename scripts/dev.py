@@ -18,6 +18,9 @@ refuses any file whose hash is not in it:
   together so that the two files can never pin different versions of one package.
 - requirements.lock: the runtime dependencies alone, at the versions requirements-dev.lock pins: what
   the service image installs (Dockerfile), without the test and lint tools.
+- requirements-launch.lock: SkyPilot and dstack, resolved on their own: their pins (SkyPilot 0.14.1
+  wants uvicorn<0.36 and click<8.2) would hold the service back, so `test` installs them into
+  .venv-launch, apart, for the test that parses every launch spec with the tools' own parsers.
 
 The lock files sit beside pyproject.toml, as the project's layout asks. .venv is deleted and made
 anew whenever pyproject.toml or a lock file changes, so it holds exactly the lock. Standard library only.
@@ -43,6 +46,11 @@ PYPROJECT = "pyproject.toml"
 BUILD_LOCK = "requirements-build.lock"
 DEV_LOCK = "requirements-dev.lock"
 RUNTIME_LOCK = "requirements.lock"
+LAUNCH_LOCK = "requirements-launch.lock"
+LAUNCH_TOOLS = ("skypilot==0.14.1", "dstack==0.22.5")
+"""the launch tools whose parsers tests/test_launch_tools.py runs (the versions kb/providers cites)"""
+LAUNCH_VENV = ROOT / ".venv-launch"
+LAUNCH_STAMP = LAUNCH_VENV / ".installed"
 SUPPORTED = ((3, 11), (3, 12))  # durable-rules 2.0.28 does not import on 3.13 (see pyproject.toml)
 
 # uv is needed only to refresh the lock. It is pinned so that two people refreshing the same
@@ -114,6 +122,30 @@ def ensure_venv() -> None:
     STAMP.write_text(wanted)
 
 
+def ensure_launch_tools() -> None:
+    """Create .venv-launch from requirements-launch.lock with uv (from the dev lock; seconds, where pip
+    takes over a minute of CPU for its hundred packages), unless it was made from the current lock."""
+    wanted = hashlib.sha256((ROOT / LAUNCH_LOCK).read_bytes()).hexdigest()
+    if LAUNCH_STAMP.exists() and LAUNCH_STAMP.read_text() == wanted:
+        return
+    print("installing SkyPilot and dstack into .venv-launch (for the launch-spec test) ...", flush=True)
+    shutil.rmtree(LAUNCH_VENV, ignore_errors=True)
+    _run(BIN / "uv", "venv", "--quiet", "--python", _python_for_venv(), LAUNCH_VENV)
+    launch_python = LAUNCH_VENV / ("Scripts" if os.name == "nt" else "bin") / "python"
+    _run(
+        BIN / "uv",
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        launch_python,
+        "--require-hashes",
+        "-r",
+        LAUNCH_LOCK,
+    )
+    LAUNCH_STAMP.write_text(wanted)
+
+
 def run() -> None:
     _run(BIN / "gpu-advisor", "serve", "--host", "127.0.0.1", "--port", os.environ.get("PORT", "8000"))
 
@@ -169,6 +201,7 @@ def test() -> None:
     _run(BIN / "gpu-advisor", "kb", "lint")
     ensure_browser()
     ensure_nginx()
+    ensure_launch_tools()
     _run(BIN / "python", "-m", "pytest")
 
 
@@ -200,7 +233,11 @@ def lock(*options: str) -> None:
     _run(*uv, PYPROJECT, "-", "--extra", "dev", "--output-file", DEV_LOCK, stdin=build_tools)
     _run(*uv, "-", "--constraint", DEV_LOCK, "--output-file", BUILD_LOCK, stdin=build_tools)
     _run(*uv, PYPROJECT, "--constraint", DEV_LOCK, "--output-file", RUNTIME_LOCK)
-    print(f"wrote {BUILD_LOCK}, {DEV_LOCK} and {RUNTIME_LOCK}; the next run or test re-creates .venv")
+    _run(*uv, "-", "--output-file", LAUNCH_LOCK, stdin="\n".join(LAUNCH_TOOLS))
+    print(
+        f"wrote {BUILD_LOCK}, {DEV_LOCK}, {RUNTIME_LOCK} and {LAUNCH_LOCK}; "
+        "the next run or test re-creates .venv"
+    )
 
 
 TASKS = {"run": run, "test": test, "golden": golden}

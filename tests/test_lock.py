@@ -56,3 +56,13 @@ def test_every_declared_requirement_is_locked_at_an_allowed_version(lock: str, d
 def test_the_build_tools_are_locked_at_the_same_versions_in_both_files() -> None:
     build, dev = pins(BUILD_LOCK), pins(DEV_LOCK)
     assert {name: dev.get(name) for name in build} == build
+
+
+def test_the_launch_tools_are_locked_at_the_versions_the_kb_cites() -> None:
+    """requirements-launch.lock (scripts/dev.py LAUNCH_TOOLS) pins the SkyPilot and dstack whose cloud
+    and backend names kb/providers cites, so tests/test_launch_tools.py parses with those releases."""
+    locked = pins("requirements-launch.lock")
+    assert locked[canonicalize_name("skypilot")] == {Version("0.14.1")}
+    assert locked[canonicalize_name("dstack")] == {Version("0.22.5")}
+    cited = " ".join(p.read_text() for p in (PROJECT_ROOT / "kb" / "providers").glob("*.yaml"))
+    assert "pypi.org/project/skypilot/0.14.1/" in cited and "dstack 0.22.5" in cited
