@@ -35,7 +35,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,6 +154,30 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 """what the report's browser test (tests/test_report.py, marker `browser`) opens the page in"""
 
 
+POLICY_RC_D = Path("/usr/sbin/policy-rc.d")
+
+
+@contextlib.contextmanager
+def _no_service_starts() -> Iterator[None]:
+    """While packages install, Debian's invoke-rc.d asks /usr/sbin/policy-rc.d whether it may start
+    their services; exit status 101 forbids it (Debian's policy-rc.d interface, invoke-rc.d(8)). Without
+    one, installing nginx would start a server on port 80 of the machine running the tests. One already
+    there is the machine's own policy and is left as it is."""
+    if POLICY_RC_D.exists():
+        yield
+        return
+    try:
+        POLICY_RC_D.write_text("#!/bin/sh\n# scripts/dev.py: no service starts while it installs\nexit 101\n")
+        POLICY_RC_D.chmod(0o755)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        POLICY_RC_D.unlink(missing_ok=True)
+
+
 def _debian_package(package: str, present: Callable[[], object], purpose: str) -> None:
     """Install a Debian package a test needs when it is not here and apt can (as root); else say that
     the test will be skipped. Never fails the run: such tests skip, saying why, without it."""
@@ -162,7 +186,7 @@ def _debian_package(package: str, present: Callable[[], object], purpose: str) -
     apt = shutil.which("apt-get")
     if apt and hasattr(os, "geteuid") and os.geteuid() == 0:
         print(f"installing Debian's {package} for {purpose} ...", flush=True)
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired), _no_service_starts():
             subprocess.run(
                 [apt, "install", "-y", "-q", package],
                 stdout=subprocess.DEVNULL,
@@ -226,7 +250,7 @@ def lock(*options: str) -> None:
     if not LOCK_VENV.exists():
         _run(_python_for_venv(), "-m", "venv", LOCK_VENV)
     _run(LOCK_BIN / "python", "-m", "pip", "install", "--quiet", f"uv=={UV_VERSION}")
-    uv = (LOCK_BIN / "uv", *COMPILE, *options)
+    uv: tuple[str | Path, ...] = (LOCK_BIN / "uv", *COMPILE, *options)
     build_system = tomllib.loads((ROOT / PYPROJECT).read_text())["build-system"]
     build_tools = "\n".join(["pip", *build_system["requires"]])
     # One resolution for everything, then the build tools alone at the versions it chose.
