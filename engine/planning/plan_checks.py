@@ -56,6 +56,10 @@ class ChecksMemo:
     )
 
 
+NO_FILTER = -1
+"""`PlanChecks.first_rejecting`'s answer when no filter rejects"""
+
+
 @dataclass(slots=True, eq=False)
 class Rejection:
     """Why an option has no plan (never changed once made; not frozen for the same reason)."""
@@ -126,6 +130,14 @@ class PlanChecks:
             if rule_filter.rejects(option.attrs):
                 return Rejection(option, rule_filter.rule, rule_filter.message)
         return self.screen_early(option) if early else None
+
+    def first_rejecting(self, option: Option, filters: tuple[Filter, ...]) -> int:
+        """The index of the first of `filters` that rejects the option on hardware alone, or NO_FILTER."""
+        attrs = option.attrs
+        for index, rule_filter in enumerate(filters):
+            if rule_filter.rejects(attrs):
+                return index
+        return NO_FILTER
 
     def screen_early(self, option: Option) -> Rejection | None:
         """The first filter on the GPU count or a bought option's capex that rejects the option."""

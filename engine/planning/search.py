@@ -27,14 +27,12 @@ from engine.planning.candidates import (
 from engine.planning.measures import complexity_of, preference_factor, slack_weight
 from engine.planning.memory import Layout
 from engine.planning.performance import method_utilization, training_flops, training_peak_flops
-from engine.planning.plan_checks import GROUP_VARYING, Rejection
+from engine.planning.plan_checks import GROUP_VARYING, NO_FILTER, Rejection
 from engine.planning.planner import Candidate, Planner
 from engine.reasoning.policy import Filter
 
 OPTION_BYTES = 2100
 """an option's memory, its attributes included (measured with tracemalloc over the embedded KB's 1,377)"""
-REJECTION_BYTES = 400
-"""a hardware filter's rejection: its rule, message and option"""
 SLICE_CACHE_BYTES = 48 * 2**20
 """the options themselves, per GPU and what they depend on: about 16 contexts' worth, shared by all"""
 LIST_CACHE_BYTES = 8 * 2**20
@@ -52,15 +50,14 @@ class Grouped(NamedTuple):
     """attributes whose value differs inside some group"""
 
 
-class GroupScreen(NamedTuple):
-    """A price group's verdict, for a group some filter rejects (one that passes has none: screens
-    are cached, and thousands of objects for verdicts that say nothing would cost memory and GC time)."""
-
-    shared: Rejection | None
-    """the rejection of the whole group by a filter on what its options share"""
-    own: tuple[Rejection | None, ...]
-    """otherwise, for each option of the group (cheapest first), its rejection by a filter on what
-    varies"""
+GroupScreen = tuple[int, tuple[int, ...]]
+"""A price group's verdict, for a group some filter rejects (one that passes has none): the filter
+that rejects the whole group on what its options share, else NO_FILTER and, for each option of the
+group (cheapest first), the filter that rejects it on what varies. Screens are cached for the
+advisor's life, so a verdict names filters by their index in the screen's `filters`, in a plain tuple
+of integers that the garbage collector stops tracking: a Rejection per option, or a named tuple, is
+walked by every full collection (one rule that rejects multi-node marketplace options made the mixed
+soak's longest pause 65 ms, bench/mixed_soak.py)."""
 
 
 class Screened(NamedTuple):
@@ -68,10 +65,34 @@ class Screened(NamedTuple):
     """the price groups (`Grouped.groups`, the same tuple)"""
     verdicts: tuple[GroupScreen | None, ...]
     """each group's verdict, None when no filter rejects any of its options"""
-    rejections: tuple[Rejection, ...]
-    """every rejection when no count or budget filter applies"""
+    filters: tuple[Filter, ...]
+    """the filters the verdicts name by index"""
     cheapest: tuple[Option, ...]
-    """then, per group, the cheapest option that passes"""
+    """per group not rejected as a whole, the cheapest option no filter rejects (when no count or
+    budget filter applies)"""
+
+    def rejection(self, group: int, option: int, index: int) -> Rejection:
+        """The rejection a verdict records: the `option`-th option of the `group`-th group by the
+        `index`-th filter."""
+        rule_filter = self.filters[index]
+        return Rejection(self.groups[group][option], rule_filter.rule, rule_filter.message)
+
+    def rejections(self) -> list[Rejection]:
+        """Every rejection of the screen when no count or budget filter applies, in `search`'s
+        order: a group rejected as a whole by its cheapest, else its options cheapest first up to
+        the first that passes."""
+        found: list[Rejection] = []
+        for g, verdict in enumerate(self.verdicts):
+            if verdict is None:
+                continue
+            if verdict[0] != NO_FILTER:
+                found.append(self.rejection(g, 0, verdict[0]))
+                continue
+            for o, index in enumerate(verdict[1]):
+                if index == NO_FILTER:
+                    break
+                found.append(self.rejection(g, o, index))
+        return found
 
 
 @dataclass(frozen=True)
@@ -120,11 +141,9 @@ class Searcher:
                 self._plan_into(planner, option, found, rejected)
         screens = self.screened_groups(planner, ctx, gpu_count)
         if planner.checks.early_filters:
-            cheapest = _cheapest_passing(
-                screens.groups, screens.verdicts, rejected, planner.checks.screen_early
-            )
+            cheapest = _cheapest_passing(screens, rejected, planner.checks.screen_early)
         else:
-            rejected.extend(screens.rejections)
+            rejected.extend(screens.rejections())
             cheapest = list(screens.cheapest)
         self._plan_cheapest(planner, cheapest, found, rejected)
         return Search(found, rejected)
@@ -143,18 +162,21 @@ class Searcher:
             _, groups, varying = self.grouped_options(grouped_ctx, gpu_count)
             shared_filters, own_filters = checks.split_option_filters(varying)
             verdicts: list[GroupScreen | None] = []
+            filters = (*shared_filters, *own_filters)
             for group in groups:
                 # Filters on what a group's options share judge the group once, by its cheapest;
                 # filters on what varies judge each option.
-                shared = planner.checks.screen(group[0], shared_filters, early=False)
+                shared = checks.first_rejecting(group[0], shared_filters)
+                after = len(shared_filters)
                 own = (
-                    () if shared else tuple(planner.checks.screen(o, own_filters, early=False) for o in group)
+                    ()
+                    if shared != NO_FILTER
+                    else tuple(_offset(checks.first_rejecting(o, own_filters), after) for o in group)
                 )
-                rejects = shared is not None or any(verdict is not None for verdict in own)
-                verdicts.append(GroupScreen(shared, own) if rejects else None)
-            rejections: list[Rejection] = []
-            cheapest = _cheapest_passing(groups, verdicts, rejections, None)
-            found = Screened(groups, tuple(verdicts), tuple(rejections), tuple(cheapest))
+                rejects = shared != NO_FILTER or any(index != NO_FILTER for index in own)
+                verdicts.append((shared, own) if rejects else None)
+            screened = Screened(groups, tuple(verdicts), filters, ())
+            found = screened._replace(cheapest=tuple(_cheapest_passing(screened, [], None)))
             self._screens.put(key, found)
         return found
 
@@ -309,8 +331,7 @@ def cheapest_per_group(planner: Planner, options: Iterable[Option]) -> tuple[lis
 
 
 def _cheapest_passing(
-    groups: Iterable[tuple[Option, ...]],
-    verdicts: Iterable[GroupScreen | None],
+    screened: Screened,
     rejected: list[Rejection],
     screen_early: Callable[[Option], Rejection | None] | None,
 ) -> list[Option]:
@@ -318,19 +339,25 @@ def _cheapest_passing(
     filters and then `screen_early` (the count and budget filters); it stands for the group. Every
     rejection on the way goes to `rejected`."""
     cheapest: list[Option] = []
-    for group, verdict in zip(groups, verdicts, strict=True):
-        if verdict is not None and verdict.shared is not None:
-            rejected.append(verdict.shared)
+    for g, (group, verdict) in enumerate(zip(screened.groups, screened.verdicts, strict=True)):
+        if verdict is not None and verdict[0] != NO_FILTER:
+            rejected.append(screened.rejection(g, 0, verdict[0]))
             continue
-        own = verdict.own if verdict is not None else (None,) * len(group)
-        for option, screened in zip(group, own, strict=True):
-            if screened is None and screen_early is not None:
-                screened = screen_early(option)
-            if screened is None:
+        for o, option in enumerate(group):
+            index = verdict[1][o] if verdict is not None else NO_FILTER
+            screened_out = screened.rejection(g, o, index) if index != NO_FILTER else None
+            if screened_out is None and screen_early is not None:
+                screened_out = screen_early(option)
+            if screened_out is None:
                 cheapest.append(option)
                 break
-            rejected.append(screened)
+            rejected.append(screened_out)
     return cheapest
+
+
+def _offset(index: int, by: int) -> int:
+    """A filter's index in a list `by` filters further on (NO_FILTER stays NO_FILTER)."""
+    return index if index == NO_FILTER else index + by
 
 
 def _filter_key(rule_filter: Filter) -> tuple[object, ...]:
@@ -481,7 +508,8 @@ def _weigh_grouped(grouped: Grouped) -> int:
 
 
 def _weigh_screened(screened: Screened) -> int:
-    """The verdicts made for this screen, with their rejections, and references to shared options."""
+    """The verdicts made for this screen (integers, which no collection walks), and references to
+    shared options and filters."""
     verdicts = [verdict for verdict in screened.verdicts if verdict is not None]
-    items = len(screened.verdicts) + len(screened.cheapest) + sum(len(v.own) for v in verdicts)
-    return 72 * len(verdicts) + REFERENCE_BYTES * items + REJECTION_BYTES * len(screened.rejections)
+    items = len(screened.verdicts) + len(screened.cheapest) + len(screened.filters)
+    return 72 * len(verdicts) + REFERENCE_BYTES * (items + sum(len(v[1]) for v in verdicts))
