@@ -206,5 +206,5 @@ def test_an_unreachable_catalog_is_one_line(
     monkeypatch.setattr(refresh, "CATALOG_COMMITS_API", "http://127.0.0.1:9/commits")
     before = _files(kb_copy.parent)
     assert _refresh(kb_copy, "--clouds=nebius") == 1
-    assert "cannot fetch http://127.0.0.1:9/commits/master" in capsys.readouterr().err
+    assert "http://127.0.0.1:9/commits/master: cannot fetch it" in capsys.readouterr().err
     assert _files(kb_copy.parent) == before

@@ -18,8 +18,9 @@ import re
 import tarfile
 import tempfile
 import urllib.parse
-import urllib.request
 from pathlib import Path, PurePosixPath
+
+from engine.knowledge.fetch import FetchError, fetch
 
 __all__ = ["MAX_BUNDLE_BYTES", "BundleError", "bundle_name", "open_bundle", "read_source", "write_bundle"]
 
@@ -89,26 +90,11 @@ def write_bundle(kb_root: Path, out_dir: Path) -> Path:
 
 def read_source(source: str) -> tuple[str, bytes]:
     """A bundle's file name and bytes, from a path or an http(s) or file URL."""
-    scheme = urllib.parse.urlsplit(source).scheme
-    if scheme in ("http", "https", "file"):
-        name = PurePosixPath(urllib.parse.unquote(urllib.parse.urlsplit(source).path)).name
-        try:
-            with urllib.request.urlopen(source, timeout=FETCH_TIMEOUT_S) as response:
-                data = response.read(MAX_BUNDLE_BYTES + 1)
-        except (OSError, ValueError) as exc:
-            raise BundleError(f"{source}: cannot fetch the bundle: {exc}") from exc
-    else:
-        path = Path(source)
-        name = path.name
-        try:
-            if path.stat().st_size > MAX_BUNDLE_BYTES:
-                raise BundleError(f"{source}: larger than {MAX_BUNDLE_BYTES:,} bytes")
-            data = path.read_bytes()
-        except OSError as exc:
-            raise BundleError(f"{source}: cannot read the bundle: {exc.strerror or exc}") from exc
-    if len(data) > MAX_BUNDLE_BYTES:
-        raise BundleError(f"{source}: larger than {MAX_BUNDLE_BYTES:,} bytes")
-    return name, data
+    name = PurePosixPath(urllib.parse.unquote(urllib.parse.urlsplit(source).path)).name
+    try:
+        return name, fetch(source, limit=MAX_BUNDLE_BYTES, timeout=FETCH_TIMEOUT_S, what="the bundle")
+    except FetchError as exc:
+        raise BundleError(str(exc)) from exc
 
 
 def _checked_digest(name: str, data: bytes) -> str:

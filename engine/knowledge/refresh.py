@@ -20,12 +20,12 @@ import io
 import json
 import re
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from engine.knowledge.fetch import FetchError, fetch, is_url
 from engine.models.kb import Offer
 
 CATALOG_RAW_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog"
@@ -212,22 +212,9 @@ def fetcher(source: str | None, commit: str) -> Callable[[str], bytes]:
     the repository at `commit` (a clone, or recorded files) or a URL under which the repository's
     paths lie; by default from GitHub at `commit`."""
     base = source if source is not None else f"{CATALOG_RAW_URL}/{commit}"
-    if urllib.parse.urlsplit(base).scheme in ("http", "https", "file"):
-        return lambda path: _download(f"{base.rstrip('/')}/{path}")
-    folder = Path(base)
-    if not folder.is_dir():
+    if not is_url(base) and not Path(base).is_dir():
         raise RefreshError(f"{base}: not a folder (give a copy of the catalog repository or a URL)")
-
-    def read(path: str) -> bytes:
-        file = folder / path
-        try:
-            if file.stat().st_size > MAX_CATALOG_BYTES:
-                raise RefreshError(f"{path}: larger than {MAX_CATALOG_BYTES:,} bytes")
-            return file.read_bytes()
-        except OSError as exc:
-            raise RefreshError(f"{path}: cannot read it in {base}: {exc.strerror or exc}") from exc
-
-    return read
+    return lambda path: _read(f"{base.rstrip('/')}/{path}")
 
 
 def latest_commit(branch: str = "master") -> tuple[str, date]:
@@ -235,7 +222,7 @@ def latest_commit(branch: str = "master") -> tuple[str, date]:
     that one commit, and its offers dated by it."""
     url = f"{CATALOG_COMMITS_API}/{urllib.parse.quote(branch)}"
     try:
-        answer = json.loads(_download(url, accept="application/vnd.github+json"))
+        answer = json.loads(_read(url, accept="application/vnd.github+json"))
         sha, when = answer["sha"], answer["commit"]["committer"]["date"]
         if not isinstance(sha, str) or not COMMIT.fullmatch(sha):
             raise ValueError(f"{sha!r} is not a commit id")
@@ -244,13 +231,8 @@ def latest_commit(branch: str = "master") -> tuple[str, date]:
         raise RefreshError(f"{url}: not the commit GitHub describes: {exc}") from exc
 
 
-def _download(url: str, accept: str | None = None) -> bytes:
-    request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+def _read(source: str, accept: str | None = None) -> bytes:
     try:
-        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S) as response:
-            data: bytes = response.read(MAX_CATALOG_BYTES + 1)
-    except (OSError, ValueError) as exc:
-        raise RefreshError(f"cannot fetch {url}: {exc}") from exc
-    if len(data) > MAX_CATALOG_BYTES:
-        raise RefreshError(f"{url}: larger than {MAX_CATALOG_BYTES:,} bytes")
-    return data
+        return fetch(source, limit=MAX_CATALOG_BYTES, timeout=FETCH_TIMEOUT_S, accept=accept)
+    except FetchError as exc:
+        raise RefreshError(str(exc)) from exc

@@ -79,19 +79,9 @@ class Screened(NamedTuple):
 
     def rejections(self) -> list[Rejection]:
         """Every rejection of the screen when no count or budget filter applies, in `search`'s
-        order: a group rejected as a whole by its cheapest, else its options cheapest first up to
-        the first that passes."""
+        order (`_cheapest_passing`'s walk)."""
         found: list[Rejection] = []
-        for g, verdict in enumerate(self.verdicts):
-            if verdict is None:
-                continue
-            if verdict[0] != NO_FILTER:
-                found.append(self.rejection(g, 0, verdict[0]))
-                continue
-            for o, index in enumerate(verdict[1]):
-                if index == NO_FILTER:
-                    break
-                found.append(self.rejection(g, o, index))
+        _cheapest_passing(self, found, None)
         return found
 
 
