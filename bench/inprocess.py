@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.mix import requests
 from bench.stats import summary_ms
+from bench.yardstick import yardstick_ms
 from engine.knowledge.kb import KB
 from engine.models.request import RecommendRequest
 from engine.planning.requirements import sizing_facts
@@ -84,6 +85,7 @@ def run(rounds: int, scale_rounds: int) -> dict[str, Any]:
     cold = cold_calls(advisor, mix)
     results: dict[str, Any] = {
         "requests_in_mix": len(mix),
+        "yardstick_ms": yardstick_ms(),
         "durable": {"calls": len(durable), **summary_ms(durable)},
         "cold": {"calls": len(cold), **summary_ms(cold)},
         "reference": {"calls": len(ref_times), **summary_ms(ref_times)},

@@ -225,7 +225,10 @@ def report(
     lines += [
         "",
         f"Ratios of medians: reference / durable = {reference['median_ms'] / durable['median_ms']:.2f}; "
-        f"recommend / sizing alone = {durable['median_ms'] / sizing['median_ms']:.0f}. "
+        f"recommend / sizing alone = {durable['median_ms'] / sizing['median_ms']:.0f}; "
+        f"recommend median / this host's yardstick = {durable['median_ms'] / inproc['yardstick_ms']:.2f} "
+        f"(bench/yardstick.py, fixed pure-Python work: {inproc['yardstick_ms']:.1f} ms here; hosts of one "
+        "nominal type differ, and this ratio compares runs on two of them). "
         "Sizing alone is resolving the workload and its whole-job sizing (memory by component, KV cache, "
         "bound), what a memory calculator answers.",
         "",

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from engine.answer.chat.markdown import compare_markdown, markdown
-from engine.answer.chat.slack import compare_slack_message, slack_message
 from engine.answer.compare import compared
 from engine.answer.compare import summary as compare_summary
 from engine.answer.explain import outranked_words, trace
@@ -84,6 +83,22 @@ __all__ = [
     "slack_message",
 ]
 from engine.sizing.power import required_psu_watts
+
+
+def slack_message(response: RecommendResponse) -> dict[str, Any]:
+    """The answer as a Slack message (engine/answer/chat/slack.py), which imports the Slack SDK on
+    first use: about 50 ms that a command line answer or a service that never speaks Slack would
+    otherwise pay at start-up."""
+    from engine.answer.chat import slack
+
+    return slack.slack_message(response)
+
+
+def compare_slack_message(response: CompareResponse) -> dict[str, Any]:
+    """A comparison as a Slack message, as `slack_message`."""
+    from engine.answer.chat import slack
+
+    return slack.compare_slack_message(response)
 
 
 class Reasoned(NamedTuple):

@@ -50,9 +50,11 @@ def trace(
     outcome: Outcome, rules: Mapping[str, Rule], cited: Mapping[int, tuple[str, ...]]
 ) -> list[TraceStep]:
     """The rule firings in order, each with its rule's title and its citations in words (`cited`:
-    each step's, `answer.parts.step_citations`)."""
+    each step's, `answer.parts.step_citations`). Built without validation: every field comes from
+    the rules and the firings, already of the step's types (the recorded answers of
+    tests/test_golden.py hold what they serialize to), and an answer has twenty or more steps."""
     return [
-        TraceStep(
+        TraceStep.model_construct(
             step=firing.step,
             rule=firing.rule,
             title=rules[firing.rule].title,

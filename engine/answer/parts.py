@@ -133,24 +133,26 @@ def rejected(rejections: Sequence[Rejection], candidates: Sequence[Candidate] = 
         if not c.plan_attrs["method_changed"] and not c.plan_attrs["precision_changed"]:
             key = (c.option.gpu.id, c.option.acquisition, c.option.pricing)
             fewest[key] = min(fewest.get(key, c.option.count), c.option.count)
-    by_rule: dict[str, list[Rejection]] = {}
+    # per rule and GPU, its first rejection of hardware the user owns, else with the fewest GPUs
+    # (then acquisition): one pass over the search's hundreds of rejections
+    per_rule: dict[str, dict[str, Rejection]] = {}
     for rejection in rejections:
         option = rejection.option
-        if option.count > fewest.get((option.gpu.id, option.acquisition, option.pricing), option.count):
+        gpu_id = option.gpu.id
+        if fewest and option.count > fewest.get((gpu_id, option.acquisition, option.pricing), option.count):
             continue
-        by_rule.setdefault(rejection.rule, []).append(rejection)
+        per_gpu = per_rule.get(rejection.rule)
+        if per_gpu is None:
+            per_gpu = per_rule[rejection.rule] = {}
+        held = per_gpu.get(gpu_id)
+        if held is None or _rejection_order(rejection) < _rejection_order(held):
+            per_gpu[gpu_id] = rejection
     picked: list[Rejected] = []
-    for rule in sorted(by_rule):
-        # per GPU, its first rejection of hardware the user owns, else with the fewest GPUs (then
-        # acquisition); then owned hardware first (what the user asked about by owning it), then the
-        # GPUs with the most bandwidth (one pass and a sort of GPUs, not of every rejection)
-        per_gpu: dict[str, Rejection] = {}
-        for rejection in by_rule[rule]:
-            held = per_gpu.get(rejection.option.gpu.id)
-            if held is None or _rejection_order(rejection) < _rejection_order(held):
-                per_gpu[rejection.option.gpu.id] = rejection
+    for rule in sorted(per_rule):
+        # owned hardware first (what the user asked about by owning it), then the GPUs with the most
+        # bandwidth (a sort of GPUs, not of every rejection)
         chosen = sorted(
-            per_gpu.values(),
+            per_rule[rule].values(),
             key=lambda r: (
                 r.option.acquisition != "owned",
                 -r.option.gpu.memory_bandwidth_gbs,
@@ -169,6 +171,8 @@ def rejected(rejections: Sequence[Rejection], candidates: Sequence[Candidate] = 
                     rule=rejection.rule,
                 )
             )
+        if len(picked) >= MAX_REJECTED:
+            break
     return picked[:MAX_REJECTED]
 
 

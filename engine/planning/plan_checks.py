@@ -13,7 +13,7 @@ from engine.models.rule import Scalar
 from engine.planning.candidates import Option
 from engine.planning.plan_space import Spec
 from engine.planning.workload import Job
-from engine.reasoning.policy import Filter, Policy, Preference, SourcedTest, residual
+from engine.reasoning.policy import Filter, Policy, Preference, SourcedTest, Test, passes_plan, residual
 
 PROVIDER_ATTRIBUTES = frozenset({"provider", "provider_hosts", "provider_kind", "provider_allowed"})
 GROUP_VARYING = PROVIDER_ATTRIBUTES | {"price_kind"}
@@ -103,6 +103,7 @@ class PlanChecks:
         )
         self.option_filters = tuple(f for f in policy.filters if not f.per_plan)
         self.plan_filters = tuple(f for f in policy.filters if f.per_plan)
+        self._count_attrs: dict[int, dict[str, Scalar]] = {}
         self.offload_listed = "offload" in (request.constraints.parallelism or ())
         # Without a serving fleet (no copies), the GPU count and a bought or owned option's spend
         # are known before sizing: filters on them alone (a fixed gpu_count, a budget) screen early.
@@ -145,20 +146,27 @@ class PlanChecks:
             known = self.count_attrs(option.count)
             if option.acquisition != "rent":  # spend is the capex (0 when owned), whatever the plan
                 budget = self.request.constraints.budget_usd
-                known["within_budget"] = budget is None or option.capex_usd <= budget
-            attrs = {**option.attrs, **known}
+                known = {**known, "within_budget": budget is None or option.capex_usd <= budget}
             for rule_filter, reads in self.early_filters:
-                if reads <= known.keys() and rule_filter.rejects(attrs):
+                # the plan's attributes from `known`, the rest from the option's (no merged copy:
+                # this runs for every option of every price group walked)
+                if reads <= known.keys() and passes_plan(rule_filter.tests, known, option.attrs) != (
+                    rule_filter.keep_matching
+                ):
                     return Rejection(option, rule_filter.rule, rule_filter.message)
         return None
 
     def count_attrs(self, gpus: int) -> dict[str, Scalar]:
-        c = self.request.constraints
-        return {
-            "within_max_gpus": c.max_gpus is None or gpus <= c.max_gpus,
-            "matches_gpu_count": c.gpu_count is None or gpus == c.gpu_count,
-            "gpu_count": gpus,
-        }
+        """The plan attributes a GPU count settles (shared: never changed by a caller)."""
+        found = self._count_attrs.get(gpus)
+        if found is None:
+            c = self.request.constraints
+            found = self._count_attrs[gpus] = {
+                "within_max_gpus": c.max_gpus is None or gpus <= c.max_gpus,
+                "matches_gpu_count": c.gpu_count is None or gpus == c.gpu_count,
+                "gpu_count": gpus,
+            }
+        return found
 
     def changes_request(self, spec: Spec) -> bool:
         attrs = self.spec_attrs(spec)
@@ -222,35 +230,40 @@ class PlanChecks:
         )
         return tuple(filters), preferences
 
+    def varying_tests(self, varying: frozenset[str]) -> tuple[Test, ...]:
+        """The plan filters' and preferences' tests on the `varying` attributes (what differs inside
+        price groups), the same objects for every request that fires the same rules
+        (`policy.compiled_where`)."""
+        wheres = [f.tests for f in self.plan_filters] + [p.tests for p in self.policy.preferences]
+        return tuple((name, holds) for tests in wheres for name, holds in tests if name in varying)
+
     def tells_apart(self, groups: Iterable[Sequence[Option]], varying: frozenset[str]) -> bool:
         """Whether a plan filter or a preference judges two options of one price group differently
         by an attribute that varies inside groups (who rents it, new or used): then each option is
         planned on its own, else the cheapest of a group stands for it. A rule that reads such an
         attribute but gives every member of each group the same verdict (notebooks dropped for long
         runs, where no group mixes a notebook with a cloud) leaves the groups whole."""
-        tests = [
-            (name, holds)
-            for where_tests in [f.tests for f in self.plan_filters]
-            + [p.tests for p in self.policy.preferences]
-            for name, holds in where_tests
-            if name in varying
-        ]
-        if not tests:
-            return False
-        several = [group for group in groups if len(group) > 1]
-        for name, holds in tests:
-            # a test's verdict depends on the attribute's value alone, and a group holds few values
-            # (its providers, new or used): each value is judged once
-            verdict_of: dict[Scalar, bool] = {}
-            for group in several:
-                seen: bool | None = None
-                for option in group:
-                    verdict = _judged(option.attrs, name, holds, verdict_of)
-                    if seen is None:
-                        seen = verdict
-                    elif verdict != seen:
-                        return True
+        return tests_tell_apart(self.varying_tests(varying), groups)
+
+
+def tests_tell_apart(tests: Sequence[Test], groups: Iterable[Sequence[Option]]) -> bool:
+    """`PlanChecks.tells_apart` for its `varying_tests`."""
+    if not tests:
         return False
+    several = [group for group in groups if len(group) > 1]
+    for name, holds in tests:
+        # a test's verdict depends on the attribute's value alone, and a group holds few values
+        # (its providers, new or used): each value is judged once
+        verdict_of: dict[Scalar, bool] = {}
+        for group in several:
+            seen: bool | None = None
+            for option in group:
+                verdict = _judged(option.attrs, name, holds, verdict_of)
+                if seen is None:
+                    seen = verdict
+                elif verdict != seen:
+                    return True
+    return False
 
 
 def _judged(

@@ -27,7 +27,7 @@ from engine.planning.candidates import (
 from engine.planning.measures import complexity_of, preference_factor, slack_weight
 from engine.planning.memory import Layout
 from engine.planning.performance import method_utilization, training_flops, training_peak_flops
-from engine.planning.plan_checks import GROUP_VARYING, NO_FILTER, Rejection
+from engine.planning.plan_checks import GROUP_VARYING, NO_FILTER, Rejection, tests_tell_apart
 from engine.planning.planner import Candidate, Planner
 from engine.reasoning.policy import Filter
 
@@ -37,6 +37,8 @@ SLICE_CACHE_BYTES = 48 * 2**20
 """the options themselves, per GPU and what they depend on: about 16 contexts' worth, shared by all"""
 LIST_CACHE_BYTES = 8 * 2**20
 """each cache of what is built from shared options (lists, price groups, screens)"""
+VERDICT_BYTES = 1024
+"""a cached verdict on a context's price groups: its key (a context and a few tests) and entry"""
 Measure = Callable[[Candidate, str, float | None], float]
 """an objective's measure of a candidate, lower is better (`ranking.measure`)"""
 
@@ -112,6 +114,9 @@ class Searcher:
         self._screens: BoundedCache[tuple[Context, int | None, tuple[object, ...]], Screened] = BoundedCache(
             LIST_CACHE_BYTES, _weigh_screened
         )
+        self._told_apart: BoundedCache[tuple[Context, int | None, tuple[object, ...]], bool] = BoundedCache(
+            LIST_CACHE_BYTES, lambda _: VERDICT_BYTES
+        )
 
     def search(self, planner: Planner, ctx: Context, gpu_count: int | None) -> Search:
         """Plan every option that passes the hardware filters. Options that differ only in price are
@@ -119,7 +124,7 @@ class Searcher:
         what differs. Options of several nodes are sized only for GPUs that one node cannot run the
         job on."""
         grouped = self.grouped_options(ctx, gpu_count)
-        if planner.checks.tells_apart(grouped.groups, grouped.varying):
+        if self._tells_apart(planner, ctx, gpu_count, grouped):
             return self.search_options(planner, self.options(ctx, gpu_count))
         found: list[Candidate] = []
         rejected: list[Rejection] = []
@@ -137,6 +142,16 @@ class Searcher:
             cheapest = list(screens.cheapest)
         self._plan_cheapest(planner, cheapest, found, rejected)
         return Search(found, rejected)
+
+    def _tells_apart(self, planner: Planner, ctx: Context, gpu_count: int | None, grouped: Grouped) -> bool:
+        """`PlanChecks.tells_apart` on the context's price groups, once per context and set of tests
+        (the groups are the KB's and the tests the rules', the same objects from one request to the
+        next: the key holds them, so their ids cannot be reused while it stands)."""
+        tests = planner.checks.varying_tests(grouped.varying)
+        if not tests:
+            return False
+        key = (dataclasses.replace(ctx, owned=(), your_computer=False), gpu_count, tests)
+        return self._told_apart.get_or_make(key, lambda: tests_tell_apart(tests, grouped.groups))
 
     def screened_groups(self, planner: Planner, ctx: Context, gpu_count: int | None) -> Screened:
         """The price groups of a context judged by the hardware filters: built once per context and

@@ -38,7 +38,7 @@ class Filter:
     tests: tuple[Test, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:  # compiled once: filters run on every option of a request
-        object.__setattr__(self, "tests", compile_where(self.where))
+        object.__setattr__(self, "tests", compiled_where(self.where))
 
     @property
     def per_plan(self) -> bool:
@@ -62,7 +62,7 @@ class Preference:
     tests: tuple[Test, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tests", compile_where(self.where))
+        object.__setattr__(self, "tests", compiled_where(self.where))
 
     def holds_for_plan(self, plan: Mapping[str, Scalar], option: Mapping[str, Scalar]) -> bool:
         return passes_plan(self.tests, plan, option)
@@ -114,6 +114,26 @@ class Policy:
         return Policy(
             self.facts, kept, self.preferences, self.suggestions, self.notices, self.steps, self.roles
         )
+
+
+COMPILED_WHERES = 4096
+"""the most `where`s whose tests are kept (a rule set has about a hundred)"""
+_compiled: dict[int, tuple[Where, tuple[Test, ...]]] = {}
+
+
+def compiled_where(where: Where) -> tuple[Test, ...]:
+    """`compile_where`, once per `where` object: a rule's filters are made anew for each request
+    that fires it, from the rule's own `where`, which lives as long as the rules. Keeping the
+    `where` beside its tests keeps its id from being reused while the entry stands; the tests being
+    the same objects request after request is what lets a searcher cache verdicts by them."""
+    held = _compiled.get(id(where))
+    if held is not None and held[0] is where:
+        return held[1]
+    tests = compile_where(where)
+    if len(_compiled) >= COMPILED_WHERES:
+        _compiled.clear()  # rule sets replaced many times over: start again
+    _compiled[id(where)] = (where, tests)
+    return tests
 
 
 def compile_where(where: Where) -> tuple[Test, ...]:
