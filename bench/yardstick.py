@@ -20,13 +20,14 @@ ROUNDS = 1_000
 """items of work per run: about 25 ms on the host of bench/RESULTS.md"""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Item:
     """An offer of the work: frozen dataclasses are what the engine makes most of."""
 
     name: str
     count: int
     price: float
+    spot: bool = False
 
 
 def _work(rounds: int) -> float:
