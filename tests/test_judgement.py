@@ -611,6 +611,54 @@ def test_an_owned_gpu_without_bf16_runs_in_fp16_as_asked() -> None:
     assert (best.gpu, best.acquisition, best.precision) == ("nvidia-t4", "owned", "fp16")
 
 
+CORPUS = {
+    "task": "inference",
+    "model": "bge-m3",
+    "serving": {"corpus_documents": 10_000_000, "avg_input_tokens": 500},
+}
+"""10M documents of 500 tokens to embed once with bge-m3: 5B input tokens, no live traffic"""
+
+
+def test_a_corpus_to_embed_is_costed_as_a_run() -> None:
+    """Round 4, #30's change (the corpus was a two-minute job costed "over the horizon" at an assumed
+    70% use): a corpus with no live traffic is a batch run. Each rental is billed for the hours its
+    plan takes to embed the corpus (tokens over the plan's input rate), and the ranking weighs that,
+    so a dearer GPU that finishes sooner can cost less: the cheapest answer is the one whose run
+    costs least, not the lowest hourly rate."""
+    answer = ask(CORPUS, {"acquisition": "rent"}, objective="cheapest")
+    runs = []
+    for rec in answer.recommendations:
+        hours = 5e9 / rec.throughput.aggregate_tokens_per_s / 3600  # the fleet's input rate
+        assert rec.throughput.corpus_hours == pytest.approx(hours, rel=0.02)
+        # billed for the corpus hours alone: the hourly rate times the run
+        assert rec.cost.horizon_cost_usd == pytest.approx(
+            rec.cost.hourly_usd * rec.throughput.corpus_hours, rel=0.01
+        )
+        assert rec.cost.gpu_hours is not None
+        runs.append(rec.cost.horizon_cost_usd)
+    assert runs == sorted(runs)
+    assert "for the run" in answer.summary and "over the horizon" not in answer.summary
+    assert "embedding 10,000,000 documents" in answer.summary
+    assert "h to embed the corpus" in answer.recommendations[0].why
+
+
+def test_job_hours_hold_a_corpus_run() -> None:
+    """A corpus to embed within `job_hours` rules out the options that take longer, by the deadline rule
+    with the option's own hours; a live service with a corpus beside its traffic stays a service,
+    costed over the horizon."""
+    answer = ask({**CORPUS, "job_hours": 1}, {"acquisition": "rent"})
+    assert answer.recommendations
+    assert all((rec.throughput.corpus_hours or 0) <= 1 for rec in answer.recommendations)
+    assert "training-finishes-by-the-deadline" in [step.rule for step in answer.trace]
+    late = [r for r in answer.rejected if r.rule == "training-finishes-by-the-deadline"]
+    assert late and all("this option takes" in r.reason for r in late)
+    served = ask(
+        {**CORPUS, "serving": {**CORPUS["serving"], "requests_per_min": 600}}, {"acquisition": "rent"}
+    )
+    assert all(rec.cost.gpu_hours is None for rec in served.recommendations)
+    assert "over the horizon" in served.summary
+
+
 def test_owned_hardware_a_rule_drops_is_listed_as_rejected() -> None:
     """Round 4, #39 (nanoGPT issue 363): GPT-2 124M on 295B tokens takes an RTX 4090 past the default
     month; the card the asker owns is named among the rejections, with the rule."""

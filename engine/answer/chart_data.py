@@ -37,12 +37,16 @@ def option_label(rec: Recommendation) -> str:
 def cost_time_points(answer: RecommendResponse, months: float) -> tuple[list[Point], str, str]:
     """Each option's (time, cost), and the axis titles: training runs by hours and the cost the ranking
     weighs (`horizon_cost_usd`: the run, a purchase paying its whole price, or the stated use over the
-    horizon; docs/ranking.md's C); serving by milliseconds per token and cost per month."""
+    horizon; docs/ranking.md's C), as is a corpus to embed, costed as a run; serving by milliseconds
+    per token and cost per month."""
     training = answer.requirements.method != "inference"
+    recs = answer.recommendations
+    corpus = not training and bool(recs) and all(r.throughput.corpus_hours is not None for r in recs)
+    corpus = corpus and all(r.cost.gpu_hours is not None for r in recs)  # each costed as a run
     points: list[Point] = []
-    for rec in answer.recommendations:
-        if training:
-            hours = rec.throughput.training_hours
+    for rec in recs:
+        if training or corpus:
+            hours = rec.throughput.training_hours if training else rec.throughput.corpus_hours
             cost = rec.cost.horizon_cost_usd
             if hours is None:
                 continue
@@ -54,8 +58,9 @@ def cost_time_points(answer: RecommendResponse, months: float) -> tuple[list[Poi
                     option_label(rec), 1000.0 / rec.throughput.tokens_per_s, cost, rec.acquisition, rec.rank
                 )
             )
-    if training:
-        return points, "training run, hours", "cost as ranked, USD (a purchase pays its whole price)"
+    if training or corpus:
+        run = "training run" if training else "corpus embedded"
+        return points, f"{run}, hours", "cost as ranked, USD (a purchase pays its whole price)"
     return points, "time per generated token, ms", "cost per month, USD (capex spread over the horizon)"
 
 

@@ -164,7 +164,10 @@ def speed_words(candidate: Candidate) -> str:
     if candidate.spec.layout.method == "inference":
         total = speed.aggregate_tokens_per_s * candidate.copies
         if speed.reads_only:  # an embedding model's speed is the input it reads
-            return f"reads about {total:,.0f} input tokens/s in all ({speed.tokens_per_s:,.0f} per sequence)"
+            text = f"reads about {total:,.0f} input tokens/s in all ({speed.tokens_per_s:,.0f} per sequence)"
+            if speed.corpus_hours is not None:
+                text += f", {speed.corpus_hours / candidate.copies:,.1f} h to embed the corpus"
+            return text
         text = f"about {speed.tokens_per_s:,.0f} tokens/s per sequence ({total:,.0f} in all)"
     else:
         text = f"about {speed.aggregate_tokens_per_s * candidate.copies:,.0f} training tokens/s"
@@ -313,7 +316,12 @@ def reasons(candidate: Candidate, policy: Policy, job: Job) -> list[str]:
 
 
 def workload_words(job: Job) -> str:
-    return f"{TASK_WORDS[job.task]} a {job.params / 1e9:.4g}B-parameter model"
+    model = f"a {job.params / 1e9:.4g}B-parameter model"
+    if job.corpus_run and job.serving is not None and job.serving.corpus_documents is not None:
+        documents = job.serving.corpus_documents
+        tokens = documents * job.serving.avg_input_tokens
+        return f"embedding {documents:,} documents ({tokens / 1e9:.3g}B tokens) with {model}"
+    return f"{TASK_WORDS[job.task]} {model}"
 
 
 def outranked_words(found: Outranked, other: Ranked, shown: int) -> str:

@@ -23,11 +23,11 @@ def relaxation_of(way_out: WayOut, rules: Sequence[Rule], objective: str) -> Rel
     constraint = constraint_of(rules, way_out.rule)
     spent = money_text(way_out.spent)
     if way_out.more_time:
-        hours = found.speed.training_hours or 0.0
+        hours = found.run_hours or 0.0
         what = "more time and a bigger budget help" if len(way_out.lifted) > 1 else "more time helps"
         message = (
             f"Only {what}: the fastest option, {hardware(found)}, {plan_words(found)}, "
-            f"takes {hours:,.0f} h ({hours / 24:,.0f} days) and spends {spent}."
+            f"takes {duration_words(hours)} and spends {spent}."
         )
     else:
         way = "best" if objective == "balanced" else "cheapest"
@@ -46,3 +46,13 @@ def constraint_of(rules: Sequence[Rule], rule_id: str) -> str:
     found = next((name for name in read if name.startswith("constraints.")), None)
     found = found or next((INPUT_OF_SIZING_FACT[name] for name in read if name in INPUT_OF_SIZING_FACT), None)
     return found or rule_id
+
+
+def duration_words(hours: float) -> str:
+    """A run's length as a reader weighs it: tenths of an hour for a short run, whole hours and days
+    for a long one."""
+    if hours < 10:
+        return f"{hours:,.1f} h"
+    if hours < 48:
+        return f"{hours:,.0f} h"
+    return f"{hours:,.0f} h ({hours / 24:,.0f} days)"

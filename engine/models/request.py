@@ -209,7 +209,8 @@ class Serving(RequestModel):
     corpus_documents: Annotated[int, Field(ge=1, le=10**13)] | None = Field(
         None,
         description="encoders and embedding models: documents of avg_input_tokens each to embed once; "
-        "gives the hours each option takes",
+        "gives the hours each option takes. Without requests_per_min it is a run: each rental is costed "
+        "for those hours, and job_hours, when given, is its deadline",
     )
 
 

@@ -77,6 +77,13 @@ class Candidate:
         return {**self.option.attrs, **self.plan_attrs}
 
     @property
+    def run_hours(self) -> float | None:
+        """One run's hours on this plan (a training run, a corpus to embed: `run_hours_of`); None for
+        a service or a run sized by `job_hours`."""
+        hours = self.plan_attrs["run_hours"]
+        return float(hours) if hours else None
+
+    @property
     def as_asked(self) -> bool:
         """The plan keeps the requested method and precision."""
         return not self.plan_attrs["method_changed"] and not self.plan_attrs["precision_changed"]
@@ -273,7 +280,7 @@ class Planner:
         if speed is None:
             return None
         copies = self._copies(speed)
-        hours = speed.training_hours
+        hours = run_hours_of(job, speed, copies)
         run_hours = hours if hours is not None else job.job_hours
         checks = self.checks.memo.spec_checks.get(id(spec)) or self.checks.checks(spec)
         option_attrs, gpus, c = option.attrs, option.count * copies, self.request.constraints
@@ -296,7 +303,7 @@ class Planner:
             if needs_budget and priced is None:
                 priced = self.pricing.priced(option, copies, run_hours, speed, plan)
             if (rest is not None and passes_residual(rest, plan, option_attrs)) != rule_filter.keep_matching:
-                return Rejection(option, rule_filter.rule, _with_figures(rule_filter, speed))
+                return Rejection(option, rule_filter.rule, _with_figures(rule_filter, speed, hours))
         if priced is None:
             priced = self.pricing.priced(option, copies, run_hours, speed, plan)
         matched = [
@@ -357,11 +364,22 @@ def speed_of(job: Job, fit: PlanFit, option: Option, layout: Layout) -> Speed | 
     )
 
 
-def _with_figures(rule_filter: Filter, speed: Speed) -> str:
-    """A filter's message, with the option's own figure where the filter reads a speed need."""
+def run_hours_of(job: Job, speed: Speed, copies: int) -> float | None:
+    """The hours one run of the job takes on a plan: a training run's, or a corpus run's over its
+    `copies` (`Job.corpus_run`); None for a service."""
+    if speed.training_hours is not None:
+        return speed.training_hours
+    if job.corpus_run and speed.corpus_hours is not None:
+        return speed.corpus_hours / copies
+    return None
+
+
+def _with_figures(rule_filter: Filter, speed: Speed, hours: float | None) -> str:
+    """A filter's message, with the option's own figure where the filter reads a speed need (`hours`:
+    the plan's run, `run_hours_of`)."""
     message = rule_filter.message.rstrip(".")
-    if "finishes_in_time" in rule_filter.where and speed.training_hours is not None:
-        return f"{message}; this option takes {speed.training_hours:,.0f} h."
+    if "finishes_in_time" in rule_filter.where and hours is not None:
+        return f"{message}; this option takes {hours:,.0f} h."
     if "fast_enough_per_user" in rule_filter.where:
         return f"{message}; this option gives {speed.tokens_per_s:,.1f} tokens/s per sequence."
     return rule_filter.message

@@ -71,10 +71,12 @@ def slack_factor(candidate: Candidate) -> float:
 
 
 def wall_clock(candidate: Candidate) -> float:
-    """T: a training run's hours in seconds; for serving, the seconds one sequence waits per token."""
+    """T: a run's hours in seconds (training, or a corpus to embed); for serving, the seconds one
+    sequence waits per token."""
     speed = candidate.speed
-    if speed.training_hours is not None:
-        return speed.training_hours * SECONDS_PER_HOUR
+    hours = candidate.run_hours
+    if hours is not None:
+        return hours * SECONDS_PER_HOUR
     if candidate.spec.layout.method != "inference":
         # a run sized by `job_hours`: every option takes those hours; the faster one does more
         return 1.0 / max(speed.aggregate_tokens_per_s * candidate.copies, 1e-12)

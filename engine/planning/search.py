@@ -409,9 +409,10 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     (the serving speed factor is at least 1)."""
     job = planner.job
     # A stated utilisation fixes the busy hours whatever the run takes; without one a run with a token
-    # count pays for its own hours, known only once sized.
+    # count, or a corpus to embed, pays for its own hours, known only once sized.
     tokens = job.training_tokens if job.utilization is None else None
-    busy = None if tokens is not None else planner.pricing.usage(job.job_hours).busy_hours
+    own_hours = tokens is not None or (job.corpus_run and job.utilization is None)
+    busy = None if own_hours else planner.pricing.usage(job.job_hours).busy_hours
     # the preferences that could favour an option: their tests on the option's own attributes pass
     favouring = [
         (p.weight, tuple((name, holds) for name, holds in p.tests if name not in PLAN_ATTRIBUTES))

@@ -82,10 +82,10 @@ def _more_time(
         relaxed = relaxed.without(rule)
     touched = [r.option for r in search.rejections if any(r.rejected_by(rule) for rule in lifted)]
     found = [c for o in touched if isinstance(c := relaxed.plan(o), Candidate)]
-    timed = [c for c in found if c.speed.training_hours is not None]
+    timed = [c for c in found if c.run_hours is not None]
     if not timed:
         return None
-    fastest = min(timed, key=lambda c: (c.speed.training_hours or 0.0, c.costs.horizon_cost_usd))
+    fastest = min(timed, key=lambda c: (c.run_hours or 0.0, c.costs.horizon_cost_usd))
     # named by a rule that rejected something: the budget, when it screened options out before any
     # could miss the deadline
     named = deadline if deadline in rules else budget

@@ -117,6 +117,11 @@ class ServingNeeds:
         )
 
     @property
+    def batch_corpus(self) -> bool:
+        """a corpus to embed once and no live traffic: a batch job, not a service"""
+        return self.corpus_documents is not None and self.requests_per_min is None
+
+    @property
     def tokens_stated(self) -> bool:
         """the request gives the prompt or the output length"""
         return len(self.defaulted) < 2
@@ -170,7 +175,8 @@ class Job:
     request gives `job_hours` but no token count: the run is then costed for `job_hours`)"""
     tokens_source: TokensSource
     deadline_hours: float | None
-    """the wall-clock a training run may take: `job_hours` when a token count is known, else a default"""
+    """the wall-clock a run may take: a training run's `job_hours` when a token count is known, else a
+    default; a corpus run's `job_hours` (`corpus_run`)"""
     job_hours: float | None
     serving: ServingNeeds | None
     utilization: float | None
@@ -214,6 +220,13 @@ class Job:
         """an encoder or an embedding model: it reads its input (prefill only) and generates nothing, so
         it keeps no KV cache and has no decode speed"""
         return self.encoder or self.embedding
+
+    @property
+    def corpus_run(self) -> bool:
+        """An encoder or embedding model given a corpus and no live traffic: a run of the hours its plan
+        takes to embed the corpus, billed (rented) for those hours as a training run is, and held to
+        `job_hours` when given; not a service over the horizon at an assumed use."""
+        return self.reads_only and self.serving is not None and self.serving.batch_corpus
 
     @property
     def context_tokens(self) -> int:
@@ -374,6 +387,8 @@ def job_of(
     )
     utilization, always_on = utilization_pct(request, serving)
     from_config = sized.read if sized else None
+    corpus_run = (encoder or embedding) and serving is not None and serving.batch_corpus
+    deadline = _deadline(workload.task, tokens, workload.job_hours, horizon_hours, corpus_run=corpus_run)
     return Job(
         task=workload.task,
         params=params_b * 1e9,
@@ -392,7 +407,7 @@ def job_of(
         checkpointing=workload.gradient_checkpointing,
         training_tokens=tokens,
         tokens_source=tokens_source,
-        deadline_hours=_deadline(workload.task, tokens, workload.job_hours, horizon_hours),
+        deadline_hours=deadline,
         job_hours=workload.job_hours,
         serving=serving,
         utilization=None if utilization is None else utilization / 100,
@@ -436,8 +451,11 @@ def training_tokens(
 
 
 def _deadline(
-    task: Task, tokens: float | None, job_hours: float | None, horizon_hours: float
+    task: Task, tokens: float | None, job_hours: float | None, horizon_hours: float, *, corpus_run: bool
 ) -> float | None:
+    """The wall-clock a run may take (`Job.deadline_hours`): a corpus run's only when stated."""
+    if corpus_run:
+        return job_hours
     if tokens is None:
         return None
     if job_hours is not None:
