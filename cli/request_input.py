@@ -110,6 +110,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(("workload", "serving", "avg_input_tokens"), "int"),
     Flag(("workload", "serving", "avg_output_tokens"), "int"),
     Flag(("workload", "serving", "engine"), "str"),
+    Flag(("workload", "serving", "sequences_per_request"), "int"),
     Flag(("workload", "serving", "corpus_documents"), "int"),
     Flag(("constraints", "budget_usd"), "float"),
     Flag(("constraints", "acquisition"), "str"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from typing import Any
 
 import pytest
@@ -659,6 +660,45 @@ def test_job_hours_hold_a_corpus_run() -> None:
     assert "over the horizon" in served.summary
 
 
+RERANK = {
+    "task": "inference",
+    "model": "bge-m3",
+    "serving": {"requests_per_min": 2250, "avg_input_tokens": 512},
+}
+"""TEI issue 392: 37.5 requests/s to bge-reranker-v2-m3 (bge-m3's shape), each 23 query-document pairs
+of 512 tokens"""
+
+
+def test_a_rerank_request_is_its_pairs_read_together() -> None:
+    """Round 4, #29 (would not sign: a rerank request of 23 pairs could only be stated as one
+    11,776-token sequence, which needs tensor parallelism to read within a second). Stated as 23
+    inputs of 512 tokens, the traffic is 37.5 x 23 x 512 tokens/s (with the 20% burst headroom) and
+    the fleet is replicas; on A100 80GB it takes three, where the thread's own measurement gives 2-3
+    A100s (github.com/huggingface/text-embeddings-inference/issues/392)."""
+    pairs = {**RERANK, "serving": {**RERANK["serving"], "sequences_per_request": 23}}
+    answer = ask(pairs)
+    assert answer.requirements.required_tokens_per_s == pytest.approx(2250 / 60 * 23 * 512 * 1.2)
+    assert all("tensor-parallel" not in rec.parallelism for rec in answer.recommendations)
+    on_a100 = ask(pairs, {"target_hardware": {"gpu": "nvidia-a100-sxm-80gb", "count": 1}})
+    assert on_a100.summary.startswith("For serving a 0.568B-parameter model on 3 x NVIDIA A100")
+    # each request's pairs are one batch, read within the 1 s an encoder's request is given
+    best = answer.recommendations[0]
+    assert best.throughput.tokens_per_s * 1.0 >= 512
+
+
+def test_several_inputs_per_request_are_an_encoders() -> None:
+    """A text generator given sequences_per_request (valid by the schema: a model's kind is the KB's)
+    is sized on its requests alone, and the answer says the field was not used."""
+    body = {"task": "inference", "model": "llama-3-1-8b", "serving": {"requests_per_min": 60}}
+    plain = ask(body)
+    given = ask({**body, "serving": {**body["serving"], "sequences_per_request": 4}})
+    assert given.requirements == plain.requirements
+    assert [w for w in given.warnings if w not in plain.warnings] == [
+        "serving.sequences_per_request describes an encoder's or embedding model's traffic and was not "
+        "used: this model generates text, sized by requests_per_min, avg_input_tokens and avg_output_tokens."
+    ]
+
+
 def test_owned_hardware_a_rule_drops_is_listed_as_rejected() -> None:
     """Round 4, #39 (nanoGPT issue 363): GPT-2 124M on 295B tokens takes an RTX 4090 past the default
     month; the card the asker owns is named among the rejections, with the rule."""
@@ -668,6 +708,13 @@ def test_owned_hardware_a_rule_drops_is_listed_as_rejected() -> None:
     )
     owned = [r for r in answer.rejected if r.acquisition == "owned"]
     assert [(r.gpu, r.rule) for r in owned] == [("nvidia-rtx-4090", "training-finishes-by-the-deadline")]
+    # and the summary says so, with the card's own hours (#39: "the summary should say the 4090 needs
+    # about 1,760 h")
+    assert (
+        "The NVIDIA GeForce RTX 4090 you own is ruled out. The run must finish within 720 h" in answer.summary
+    )
+    hours = re.search(r"this option takes ([\d,]+) h\.$", answer.summary)
+    assert hours is not None and float(hours.group(1).replace(",", "")) > 720
 
 
 def test_a_target_that_fits_sharded_carries_no_cannot_run_warning() -> None:

@@ -189,7 +189,32 @@ def warnings(job: Job, policy: Policy, *, overruled: frozenset[str] = frozenset(
             "give `model` or `architecture` for exact activation and KV-cache figures."
         )
     found.extend(architecture_warnings(job))
+    found.extend(reader_field_warnings(job))
     return found
+
+
+def reader_field_warnings(job: Job) -> list[str]:
+    """The serving fields that describe an encoder's traffic, given for a text generator: valid by the
+    schema (the model's kind is the KB's), so the answer stands, sized without them, and says so."""
+    serving = job.serving
+    if serving is None or job.reads_only:
+        return []
+    given = [
+        name
+        for name, value in (
+            ("sequences_per_request", serving.sequences_per_request > 1),
+            ("corpus_documents", serving.corpus_documents is not None),
+        )
+        if value
+    ]
+    if not given:
+        return []
+    fields = " and ".join(f"serving.{name}" for name in given)
+    verb, unused = ("describe", "were") if len(given) > 1 else ("describes", "was")
+    return [
+        f"{fields} {verb} an encoder's or embedding model's traffic and {unused} not used: this model "
+        "generates text, sized by requests_per_min, avg_input_tokens and avg_output_tokens."
+    ]
 
 
 REPLACED_CONVENTIONS = frozenset({"mfu", "decode_bandwidth_efficiency", "inference_overhead_fraction"})

@@ -55,7 +55,29 @@ def summary(
     if len(top) > 1:
         runner = top[1].candidate
         text += f" Next: {hardware(runner)} ({plan_words(runner)})."
-    return text
+    return text + owned_words(top, rejections)
+
+
+def owned_words(top: Sequence[Ranked], rejections: Sequence[Rejection]) -> str:
+    """Why the hardware the user owns is not among the options, when a rule ruled it out: the first
+    thing its owner asks. Per GPU model, the rejection of the most of its cards (all the user owns,
+    where that was planned)."""
+    if any(r.candidate.option.acquisition == "owned" for r in top):
+        return ""
+    most: dict[str, Rejection] = {}
+    for rejection in rejections:
+        option = rejection.option
+        held = most.get(option.gpu.id)
+        if option.acquisition == "owned" and (held is None or option.count > held.option.count):
+            most[option.gpu.id] = rejection
+    words = []
+    for rejection in list(most.values())[:2]:
+        option = rejection.option
+        count = f"{option.count} x " if option.count > 1 else ""
+        reason = rejection.reason if rejection.reason.endswith(".") else rejection.reason + "."
+        joint = ". " if reason[:1].isupper() else ": "  # a reason that is a sentence stays one
+        words.append(f" The {count}{option.gpu.name} you own is ruled out{joint}{reason}")
+    return "".join(words)
 
 
 def desktop_assumption(gpu_name: str, psu_watts: int, budget_usd: float | None) -> str:

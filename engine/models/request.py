@@ -206,6 +206,13 @@ class Serving(RequestModel):
         "it takes: vllm, sglang, hf-static-compile (Hugging Face generate, static cache, torch.compile), "
         "hf-eager; absent: vllm",
     )
+    sequences_per_request: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
+        None,
+        description="encoders and embedding models: inputs per request, each of avg_input_tokens (a batch "
+        "embedding call, a reranker's query-document pairs): each is read as its own sequence, all of a "
+        "request's together within the latency target; absent: 1. A text generator's answer does not use "
+        "it, and warns so",
+    )
     corpus_documents: Annotated[int, Field(ge=1, le=10**13)] | None = Field(
         None,
         description="encoders and embedding models: documents of avg_input_tokens each to embed once; "

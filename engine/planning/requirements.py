@@ -109,8 +109,10 @@ def required_tps(job: Job) -> float | None:
     if serving is None or serving.requests_per_min is None:
         return None
     if job.reads_only:  # an encoder or embedding model reads its input and generates nothing
-        # its input: the serving block's, else seq_len (Job.context_tokens), as its speed is sized
-        return required_tokens_per_second(serving.requests_per_min, job.context_tokens)
+        # its input: the serving block's, else seq_len (Job.context_tokens), as its speed is sized,
+        # for each of a request's inputs
+        inputs = job.context_tokens * serving.sequences_per_request
+        return required_tokens_per_second(serving.requests_per_min, inputs)
     return required_tokens_per_second(serving.requests_per_min, serving.avg_output_tokens)
 
 

@@ -96,6 +96,8 @@ class ServingNeeds:
     min_tokens_per_s_per_user: float | None
     defaulted: tuple[str, ...]
     corpus_documents: int | None = None
+    sequences_per_request: int = 1
+    """encoders: the inputs of one request, each of `avg_input_tokens`, read together as one batch"""
 
     @classmethod
     def of(cls, serving: Serving) -> ServingNeeds:
@@ -114,6 +116,7 @@ class ServingNeeds:
             min_tokens_per_s_per_user=serving.min_tokens_per_s_per_user,
             defaulted=defaulted,
             corpus_documents=serving.corpus_documents,
+            sequences_per_request=serving.sequences_per_request or 1,
         )
 
     @property
@@ -381,7 +384,7 @@ def job_of(
     serving = None if workload.serving is None else ServingNeeds.of(workload.serving)
     encoder = model is not None and model.kind == "encoder"
     embedding = model is not None and model.embedding
-    batch, from_serving = _batch(workload, None if encoder or embedding else serving)
+    batch, from_serving = _batch(workload, serving, reads_only=encoder or embedding)
     tokens, tokens_source = training_tokens(
         workload.task, params_b * 1e9, workload.training_tokens_b, workload.job_hours
     )
@@ -425,12 +428,17 @@ def job_of(
     )
 
 
-def _batch(workload: Workload, serving: ServingNeeds | None) -> tuple[int, bool]:
+def _batch(workload: Workload, serving: ServingNeeds | None, *, reads_only: bool) -> tuple[int, bool]:
     """The request's batch_size; for a serving fleet whose request leaves it unstated, the sequences in
     flight at peak (`ServingNeeds.in_flight`). The second value says which. An encoder's traffic is
-    not decoded together: its demand sizes the copies, and the request's batch each copy's forward."""
+    not decoded together: its demand sizes the copies, and each copy's forward reads the request's
+    batch, else one request's inputs (`sequences_per_request`)."""
+    stated = "batch_size" in workload.model_fields_set
+    if reads_only:
+        inputs = 1 if serving is None else serving.sequences_per_request
+        return (workload.batch_size if stated else max(workload.batch_size, inputs)), False
     in_flight = None if serving is None else serving.in_flight()
-    if "batch_size" in workload.model_fields_set or in_flight is None:
+    if stated or in_flight is None:
         return workload.batch_size, False
     return in_flight, True
 
