@@ -124,6 +124,11 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         ("constraints", "vendors"), "list", usage="allowed vendors, comma-separated: nvidia,amd,intel,apple"
     ),
+    Flag(
+        ("constraints", "gpu_classes"),
+        "list",
+        usage="allowed GPU classes, comma-separated: consumer,workstation,datacenter,apple-silicon,cpu",
+    ),
     Flag(("constraints", "max_gpus"), "int"),
     Flag(("constraints", "gpu_count"), "int"),
     Flag(

@@ -699,6 +699,47 @@ def test_several_inputs_per_request_are_an_encoders() -> None:
     ]
 
 
+KB = default_advisor().kb
+DATACENTER = frozenset(gpu_id for gpu_id, gpu in KB.gpus.items() if gpu.gpu_class == "datacenter")
+
+
+def test_consumer_cards_only_is_a_constraint() -> None:
+    """Round 4, #44 (PyTorch forums: dual 4090, dual 3090 or one 4090 to LoRA a 7B model): `fastest`
+    jumped to datacenter cards and there was no way to say "consumer cards only". With
+    constraints.gpu_classes every option is a consumer card, the fastest first (two RTX 5090s), and
+    the datacenter cards are listed as rejected by the allow-list rule."""
+    workload = {"task": "lora", "params_b": 7.2}
+    constraints = {"acquisition": "buy", "max_gpus": 2, "horizon_months": 48}
+    anything = ask(workload, constraints, objective="fastest")
+    assert any(rec.gpu in DATACENTER for rec in anything.recommendations)
+    answer = ask(workload, {**constraints, "gpu_classes": ["consumer"]}, objective="fastest")
+    assert answer.recommendations
+    assert all(KB.gpus[rec.gpu].gpu_class == "consumer" for rec in answer.recommendations)
+    # the fastest first (the rules' preferences also weigh on the rest: a card on immature training
+    # software counts slower than it is)
+    hours = [rec.throughput.training_hours or 0.0 for rec in answer.recommendations]
+    assert hours[0] == min(hours)
+    assert {r.rule for r in answer.rejected if r.gpu in DATACENTER} == {"gpu-class-allow-list"}
+
+
+def test_a_need_above_the_cards_nominal_size_says_the_driver_figure() -> None:
+    """A full fine-tune of a 70B model fits eight B200s at 180.5 GB each, above their nominal 180 GB
+    and within the 192.3 GB the driver reports: "Needs 180.5 GB of 180 GB per GPU" read as a plan
+    that does not fit. Every option states its need against the figure it fits in."""
+    answer = ask(
+        {"task": "full_finetune", "model": "llama-3-1-70b", "seq_len": 4096, "training_tokens_b": 0.5},
+        {"acquisition": "rent"},
+    )
+    above = [r for r in answer.recommendations if r.memory.per_gpu_gb > r.vram_per_gpu_gb]
+    assert above, "no option needs more than its nominal size: pick a request where one does"
+    for rec in answer.recommendations:
+        if rec.memory.per_gpu_gb > rec.vram_per_gpu_gb:
+            assert f"more than the nominal {rec.vram_per_gpu_gb:g} GB but within the" in rec.why
+            assert f"{rec.memory.reported_gb:.1f} GB the driver reports" in rec.why
+        else:
+            assert f" GB of {rec.vram_per_gpu_gb:g} GB per GPU" in rec.why
+
+
 def test_owned_hardware_a_rule_drops_is_listed_as_rejected() -> None:
     """Round 4, #39 (nanoGPT issue 363): GPT-2 124M on 295B tokens takes an RTX 4090 past the default
     month; the card the asker owns is named among the rejections, with the rule."""

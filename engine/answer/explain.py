@@ -213,18 +213,30 @@ def total_words(candidate: Candidate) -> str:
     return f"{money(costs.horizon_cost_usd)} over the horizon"
 
 
+def need_words(candidate: Candidate, vram: float) -> str:
+    """The memory the plan needs on each GPU against the card's: its nominal size, and what the
+    driver reports where the name rounds it. A need above the nominal size that fits the reported
+    bytes says so, rather than "180.5 GB of 180 GB"."""
+    free = f"{candidate.headroom_pct:.0f}% free"
+    reported = candidate.reported_gb
+    held = held_words(candidate)
+    if reported is not None and round(candidate.memory.total / GB, 1) > vram:
+        return (
+            f"Needs {held}, more than the nominal {vram:g} GB but within the {reported:.1f} GB the driver "
+            f"reports ({free})"
+        )
+    if reported is not None and abs(reported - vram) >= 0.5:  # the card's name rounds its bytes
+        free = f"{reported:.1f} GB as the driver reports it, {free}"
+    return f"Needs {held.replace(' GB', f' GB of {vram:g} GB', 1)} ({free})"
+
+
 def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
     memory = candidate.memory
     vram = float(candidate.attrs["vram_per_gpu_gb"])
     first = f"{hardware(candidate)}: {plan_words(candidate)}."
-    free = f"{candidate.headroom_pct:.0f}% free"
-    reported = candidate.reported_gb
-    if reported is not None and abs(reported - vram) >= 0.5:  # the card's name rounds its bytes
-        free = f"{reported:.1f} GB as the driver reports it, {free}"
     parts = [
         first[:1].upper() + first[1:],  # the one name that starts in lower case: "your own computer's"
-        f"Needs {held_words(candidate).replace(' GB', f' GB of {vram:g} GB', 1)} ({free});"
-        f" {speed_words(candidate)}; {cost_words(candidate)}.",
+        f"{need_words(candidate, vram)}; {speed_words(candidate)}; {cost_words(candidate)}.",
     ]
     if precision := precision_words(candidate, policy):
         parts.append(precision)

@@ -71,6 +71,7 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "`true` when the option passes `constraints.vendors` / `constraints.providers` / runs from the "
         "user's OS",
     ),
+    *_option("class_allowed", "`true` when the option's GPU class passes `constraints.gpu_classes`"),
     *_option(
         "within_host_power",
         "`true` unless the cards go into the user's own machine and need a larger power supply than "

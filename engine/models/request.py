@@ -32,6 +32,7 @@ Os = Literal["linux", "windows", "macos"]
 TrainingStack = Literal["huggingface", "megatron-lm", "torchtitan"]
 ServingEngine = Literal["vllm", "sglang", "hf-static-compile", "hf-eager"]
 RequestVendor = Literal["nvidia", "amd", "intel", "apple"]
+RequestGpuClass = Literal["consumer", "workstation", "datacenter", "apple-silicon", "cpu"]
 Parallelism = Literal[
     "ddp", "zero-1", "zero-2", "zero-3", "fsdp-full-shard", "tensor-parallel", "pipeline-parallel", "offload"
 ]
@@ -518,6 +519,12 @@ class Constraints(RequestModel):
         None, min_length=1, max_length=100, description="allow-list of KB provider ids"
     )
     vendors: list[RequestVendor] | None = Field(None, min_length=1, description="allow-list of GPU vendors")
+    gpu_classes: list[RequestGpuClass] | None = Field(
+        None,
+        min_length=1,
+        description="allow-list of GPU classes: consumer (GeForce, Radeon RX), workstation (RTX PRO, Radeon "
+        'PRO), datacenter, apple-silicon, cpu; e.g. ["consumer"] for consumer cards only',
+    )
     max_gpus: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
         None, description="cap on GPUs in one recommendation"
     )

@@ -157,6 +157,8 @@ class Context:
     your_computer: bool = False
     """a tiny job: the computer the user already has (its CPU, YOUR_COMPUTER) is an owned option
     (rule tiny-runs-need-no-gpu)"""
+    gpu_classes: frozenset[str] | None = None
+    """the GPU classes the user allows (`constraints.gpu_classes`), None for any"""
 
 
 YOUR_COMPUTER = "cpu-x86-64gb"
@@ -181,6 +183,7 @@ def context_for(request: RecommendRequest, *, spot: bool, your_computer: bool = 
         free_slots=c.host_slots,
         psu_watts=c.existing_host.psu_watts if c.existing_host else None,
         your_computer=your_computer,
+        gpu_classes=frozenset(c.gpu_classes) if c.gpu_classes else None,
     )
 
 
@@ -205,7 +208,7 @@ def named_counts(ctx: Context, gpu_id: str, gpu_count: int | None) -> set[int]:
 
 
 def bought_key(ctx: Context, gpu: Gpu, named: set[int]) -> tuple[object, ...]:
-    """What `bought_options` reads: the OS, whether the vendor is allowed, the counts named beyond
+    """What `bought_options` reads: the OS, whether the vendor and class are allowed, the counts named beyond
     the ones always listed, and the free slots that can take the cards (PCIe cards only)."""
     always = (1,) if gpu.sold_as == "machine" else SERVER_COUNTS if gpu.sold_as == "server" else CARD_COUNTS
     listed = set(always)
@@ -213,20 +216,24 @@ def bought_key(ctx: Context, gpu: Gpu, named: set[int]) -> tuple[object, ...]:
     desktop_card = gpu.form_factor == "pcie" and gpu.gpu_class != "datacenter"
     slots = min(ctx.free_slots, max(listed | named)) if desktop_card else 0
     psu = ctx.psu_watts if slots else None
-    return ("buy", gpu.id, ctx.os, _vendor_allowed(ctx, gpu), extra, slots, psu)
+    return ("buy", gpu.id, ctx.os, _vendor_allowed(ctx, gpu), _class_allowed(ctx, gpu), extra, slots, psu)
 
 
 def rented_key(graph: KBGraph, ctx: Context, gpu: Gpu) -> tuple[object, ...]:
-    """What `rented_options` reads: spot or not, whether the vendor is allowed, and which of the
+    """What `rented_options` reads: spot or not, whether the vendor and class are allowed, and which of the
     providers renting this GPU are allowed."""
     providers = None
     if ctx.providers is not None:
         providers = frozenset(o.provider for o in graph.offers_for_gpu(gpu.id) if o.provider in ctx.providers)
-    return ("rent", gpu.id, ctx.spot, _vendor_allowed(ctx, gpu), providers)
+    return ("rent", gpu.id, ctx.spot, _vendor_allowed(ctx, gpu), _class_allowed(ctx, gpu), providers)
 
 
 def _vendor_allowed(ctx: Context, gpu: Gpu) -> bool:
     return ctx.vendors is None or gpu.vendor in ctx.vendors
+
+
+def _class_allowed(ctx: Context, gpu: Gpu) -> bool:
+    return ctx.gpu_classes is None or gpu.gpu_class in ctx.gpu_classes
 
 
 def owned_options(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:
@@ -443,6 +450,7 @@ def _base_attrs(
         "nodes": nodes,
         "acquisition": acquisition,
         "vendor_allowed": _vendor_allowed(ctx, gpu),
+        "class_allowed": _class_allowed(ctx, gpu),
         "provider_allowed": acquisition != "rent"
         or ctx.providers is None
         or (offer is not None and offer.provider in ctx.providers),
