@@ -740,6 +740,24 @@ def test_a_need_above_the_cards_nominal_size_says_the_driver_figure() -> None:
             assert f" GB of {rec.vram_per_gpu_gb:g} GB per GPU" in rec.why
 
 
+def test_a_run_on_owned_cards_uses_the_cards_owned() -> None:
+    """Round 4, #38 (Yi issue 149: LoRA of Yi-34B on the asker's 8 x RTX 3090): the balanced GPU-count
+    factor, meant for buying or renting more GPUs, put the run on four of the eight owned cards at the
+    edge of their memory. Owned cards in one machine buy nothing more when used: the run takes all
+    eight, in half the time, with half the memory on each."""
+    owned = {"existing_hardware": [{"gpu": "nvidia-rtx-3090", "count": 8}]}
+    answer = ask({"task": "lora", "params_b": 34.4}, owned)
+    best = answer.recommendations[0]
+    assert (best.gpu, best.acquisition, best.gpu_count) == ("nvidia-rtx-3090", "owned", 8)
+    assert best.memory.per_gpu_gb < 0.75 * best.vram_per_gpu_gb
+    # a service on owned cards still takes what its traffic needs: one card serves an 8B model
+    served = ask(
+        {"task": "inference", "model": "llama-3-1-8b"},
+        {"existing_hardware": [{"gpu": "nvidia-a100-sxm-80gb", "count": 8}]},
+    )
+    assert (served.recommendations[0].acquisition, served.recommendations[0].gpu_count) == ("owned", 1)
+
+
 def test_owned_hardware_a_rule_drops_is_listed_as_rejected() -> None:
     """Round 4, #39 (nanoGPT issue 363): GPT-2 124M on 295B tokens takes an RTX 4090 past the default
     month; the card the asker owns is named among the rejections, with the rule."""

@@ -17,11 +17,15 @@ PREFERENCE_BASE = 4.0
 """a rule's `prefer` weight w scales the measure by 4^-w: -0.1 costs 15%, -0.4 costs 74%, +1 quarters it"""
 
 
-def complexity_of(gpus: int, nodes: int) -> float:
-    """balanced: the factor on cost for so many GPUs over so many nodes (grows with both)."""
+def complexity_of(gpus: int, nodes: int, *, owned: bool = False) -> float:
+    """balanced: the factor on cost for so many GPUs over so many nodes (grows with both). On hardware
+    the user owns the GPU count weighs nothing: the cards are bought and in their machines, and using
+    more of them buys nothing and adds no machine (the node factor still counts a cluster's network,
+    scheduler and failure modes)."""
     # past MAX_NODES_WEIGHED extra nodes the factor stops growing (and cannot overflow a float)
     extra = min(nodes - 1, MAX_NODES_WEIGHED)
-    return float(GPU_DOUBLING_FACTOR ** log2(gpus) * EXTRA_NODE_FACTOR**extra)
+    per_gpu = 1.0 if owned else float(GPU_DOUBLING_FACTOR ** log2(gpus))
+    return float(per_gpu * EXTRA_NODE_FACTOR**extra)
 
 
 def preference_factor(weight: float) -> float:

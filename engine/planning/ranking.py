@@ -85,7 +85,10 @@ def wall_clock(candidate: Candidate) -> float:
 
 def complexity(candidate: Candidate) -> float:
     """The balanced objective's factor on cost for the GPUs and nodes an option takes."""
-    return complexity_of(candidate.gpu_count, candidate.option.nodes * candidate.copies)
+    option = candidate.option
+    return complexity_of(
+        candidate.gpu_count, option.nodes * candidate.copies, owned=option.acquisition == "owned"
+    )
 
 
 def measure(candidate: Candidate, objective: str, floor: float | None = None) -> float:

@@ -438,7 +438,11 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     deadline = job.deadline_hours if balanced else None
 
     def floor(option: Option) -> float:
-        factor = complexity_of(option.count, option.nodes) if balanced else 1.0
+        factor = (
+            complexity_of(option.count, option.nodes, owned=option.acquisition == "owned")
+            if balanced
+            else 1.0
+        )
         least = _cost_floor(option, busy)
         if run_flops is not None:
             # a run's compute at the highest peak its plans may use, on every GPU of the option (a
