@@ -39,7 +39,7 @@ from engine.answer.relaxation import relaxation_of
 from engine.answer.report import report_html
 from engine.answer.summary import desktop_assumption, summary
 from engine.answer.svg_render import RENDERER
-from engine.answer.target import fit_on
+from engine.answer.target import fit_on, target_warning
 from engine.knowledge.cache import CheckedKB
 from engine.knowledge.graph import KBGraph
 from engine.knowledge.kb import KB
@@ -265,9 +265,9 @@ class Advisor:
         )
         cited = step_citations(outcome, self.rule_citations)
         target_fit = None if target is None else fit_on(job, target)
-        # a rule that judged the target from one GPU's share before sizing is overruled by a plan
-        # that fits it as asked (sharded, checkpointed): its warning would contradict the answer
-        overruled = self.target_fit_rules if target_fit is not None and target_fit.fits else frozenset()
+        # a rule that judged the target from one GPU's share before sizing is overruled once the
+        # target is planned: the planned need is warned instead, if it does not fit (`target_warning`)
+        overruled = self.target_fit_rules if target_fit is not None else frozenset()
         oldest = min((d for _, d in price_dates(top)), default=None)
         best_on_target = None if target is None else target.best
         providers = self.kb.providers
@@ -279,6 +279,7 @@ class Advisor:
                 cited,
                 request.constraints.max_price_age_days,
                 overruled=overruled,
+                first=target_warning(target_fit),
             ),
             oldest_price_as_of=oldest.isoformat() if oldest else None,
             feasible=bool(top),
@@ -348,11 +349,11 @@ class Advisor:
         max_price_age_days: int,
         *,
         overruled: frozenset[str] = frozenset(),
+        first: str | None = None,
     ) -> dict[str, Any]:
         """What every answer carries beside its own findings: its id, what it was computed from
         (the KB version, the prices' date), the workload's requirements as planned, the rules'
-        trace, warnings (less those of `overruled` rules, and with the age of the prices used) and
-        the assumptions behind the figures."""
+        trace, warnings (`parts.warnings`, and the age of the prices used) and the assumptions."""
         job, outcome, policy = reasoned.job, reasoned.outcome, reasoned.policy
         stale = price_age_warning(top, self.clock(), max_price_age_days)
         return {
@@ -361,7 +362,7 @@ class Advisor:
             "prices_as_of": self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
             "requirements": needs.requirements,
             "trace": trace(outcome, self.rules_by_id, cited),
-            "warnings": warnings(job, policy, overruled=overruled) + ([stale] if stale else []),
+            "warnings": warnings(job, policy, overruled=overruled, first=first) + ([stale] if stale else []),
             "assumptions": assumptions(job, policy, needs.workload_assumptions),
         }
 

@@ -758,6 +758,24 @@ def test_a_run_on_owned_cards_uses_the_cards_owned() -> None:
     assert (served.recommendations[0].acquisition, served.recommendations[0].gpu_count) == ("owned", 1)
 
 
+def test_a_target_that_does_not_fit_states_its_planned_need() -> None:
+    """Full fine-tune of Llama 3.1 8B on one H100: the pre-sizing rule warned "it needs about 186 GB on
+    one GPU" beside the target's own verdict of 156.5 GB at best (checkpointed). Once the target is
+    planned its figure is the one warned, with the ways to make it run, and the two agree."""
+    answer = ask(
+        {"task": "full_finetune", "model": "llama-3-1-8b", "batch_size": 1, "seq_len": 4096},
+        {"target_hardware": {"gpu": "nvidia-h100-sxm", "count": 1}},
+    )
+    fit = answer.target_fit
+    assert fit is not None and not fit.fits
+    about_target = [w for w in answer.warnings if "cannot run this task as asked" in w]
+    assert about_target == [
+        f"The target NVIDIA H100 SXM5 80GB (80 GB) cannot run this task as asked: it needs "
+        f"{fit.per_gpu_gb:.1f} GB per GPU at best. Ways to make it run: {'; '.join(fit.alternatives)}."
+    ]
+    assert f"needs {fit.per_gpu_gb:.1f} GB per GPU at best" in fit.why
+
+
 def test_owned_hardware_a_rule_drops_is_listed_as_rejected() -> None:
     """Round 4, #39 (nanoGPT issue 363): GPT-2 124M on 295B tokens takes an RTX 4090 past the default
     month; the card the asker owns is named among the rejections, with the rule."""

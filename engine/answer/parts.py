@@ -176,10 +176,12 @@ def rejected(rejections: Sequence[Rejection], candidates: Sequence[Candidate] = 
     return picked[:MAX_REJECTED]
 
 
-def warnings(job: Job, policy: Policy, *, overruled: frozenset[str] = frozenset()) -> list[str]:
-    """The rules' notices, less those of the `overruled` rules (whose pre-sizing estimate the plan
-    proved wrong), then the sizing's own cautions."""
-    found: list[str] = []
+def warnings(
+    job: Job, policy: Policy, *, overruled: frozenset[str] = frozenset(), first: str | None = None
+) -> list[str]:
+    """`first` (the planned verdict on named hardware), the rules' notices less those of the
+    `overruled` rules (whose pre-sizing estimate the plan replaced), then the sizing's own cautions."""
+    found: list[str] = [first] if first else []
     for notice in policy.notices:
         if notice.message not in found and notice.rule not in overruled:
             found.append(notice.message)

@@ -73,3 +73,20 @@ def _held_back_words(
         return ""
     reason = held_back.reason
     return f" But no plan on it passes every constraint: {reason}" + ("" if reason.endswith(".") else ".")
+
+
+def target_warning(fit: TargetFit | None) -> str | None:
+    """The warning that named hardware cannot run the task as asked, with the need its plan found
+    (the pre-sizing rule's one-GPU estimate is overruled once the target is planned: for a full
+    fine-tune of an 8B model on one H100 it said 186 GB where the plan needs 156.5 GB at best)."""
+    if fit is None or fit.fits:
+        return None
+    count = f"{fit.count} x " if fit.count > 1 else ""
+    if fit.per_gpu_gb <= 0:  # no allowed way to spread it over the GPUs named
+        return f"The target {count}{fit.gpu_name} cannot run this task as asked: {fit.why}"
+    ways = f" Ways to make it run: {'; '.join(fit.alternatives)}." if fit.alternatives else ""
+    each = " each" if fit.count > 1 else ""
+    return (
+        f"The target {count}{fit.gpu_name} ({fit.vram_per_gpu_gb:g} GB{each}) cannot run this task as "
+        f"asked: it needs {fit.per_gpu_gb:.1f} GB per GPU at best.{ways}"
+    )
