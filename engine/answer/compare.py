@@ -109,8 +109,8 @@ def label(answer: ComparedChoice) -> str:
 
 def _speed(candidate: Candidate) -> str:
     speed = candidate.speed
-    if candidate.spec.layout.method == "inference" and speed.corpus_hours is not None:
-        return f"{speed.corpus_hours / candidate.copies:,.1f} h for the corpus"
+    if candidate.corpus_hours is not None:
+        return f"{candidate.corpus_hours:,.1f} h for the corpus"
     if candidate.spec.layout.method == "inference":
         return f"{speed.tokens_per_s:,.0f} tok/s"
     if speed.training_hours is not None:

@@ -165,8 +165,8 @@ def speed_words(candidate: Candidate) -> str:
         total = speed.aggregate_tokens_per_s * candidate.copies
         if speed.reads_only:  # an embedding model's speed is the input it reads
             text = f"reads about {total:,.0f} input tokens/s in all ({speed.tokens_per_s:,.0f} per sequence)"
-            if speed.corpus_hours is not None:
-                text += f", {speed.corpus_hours / candidate.copies:,.1f} h to embed the corpus"
+            if candidate.corpus_hours is not None:
+                text += f", {candidate.corpus_hours:,.1f} h to embed the corpus"
             return text
         text = f"about {speed.tokens_per_s:,.0f} tokens/s per sequence ({total:,.0f} in all)"
     else:

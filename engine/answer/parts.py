@@ -336,7 +336,7 @@ def throughput_of(c: Candidate) -> Throughput:
         time_to_first_token_s=None
         if c.speed.time_to_first_token_s is None
         else round(c.speed.time_to_first_token_s, 4),
-        corpus_hours=None if c.speed.corpus_hours is None else round(c.speed.corpus_hours / c.copies, 3),
+        corpus_hours=rounded(c.corpus_hours, 3),
     )
 
 

@@ -77,6 +77,12 @@ class Candidate:
         return {**self.option.attrs, **self.plan_attrs}
 
     @property
+    def corpus_hours(self) -> float | None:
+        """An encoder's hours to embed the request's corpus on this plan, all its copies reading."""
+        hours = self.speed.corpus_hours
+        return None if hours is None else hours / self.copies
+
+    @property
     def run_hours(self) -> float | None:
         """One run's hours on this plan (a training run, a corpus to embed: `run_hours_of`); None for
         a service or a run sized by `job_hours`."""
