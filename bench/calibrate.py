@@ -194,6 +194,11 @@ class RunSpec:
                 raise RunSpecError(f"{self.model}: sequence, checkpointing and accumulation are for training")
             if self.lora_rank is not None:
                 raise RunSpecError(f"{self.model}: a LoRA rank goes with method lora")
+            if self.new_tokens < 2:
+                # the decode step is the difference between an n-token and a 1-token generate
+                raise RunSpecError(
+                    f"{self.model}: a decode run generates at least 2 new tokens, not {self.new_tokens}"
+                )
         counts = (
             self.batch,
             self.seq,
@@ -786,11 +791,15 @@ def decode_result(
     warm1_s: float | None,
     peak_allocated_bytes: int,
     peak_reserved_bytes: int | None = None,
+    experts_implementation: str | None = None,
+    forward: ForwardProfile | None = None,
 ) -> dict[str, Any]:
     """One decode run's figures, as `DecodeRun` fields (validated): a decode step is (median generate
-    time - median prefill-only generate time) / new tokens."""
-    assert not spec.training and spec.new_tokens is not None
-    step_s = (statistics.median(full_times_s) - statistics.median(prefill_times_s)) / spec.new_tokens
+    time - median prefill-only generate time) / (new tokens - 1). On CUDA `generate` runs one forward
+    pass per new token, the first of them over the prompt (transformers 5.17, GenerationMixin._sample:
+    the stop check is deferred on "mps" alone), so the two calls differ by new tokens - 1 decode steps."""
+    assert not spec.training and spec.new_tokens is not None and spec.new_tokens >= 2
+    step_s = (statistics.median(full_times_s) - statistics.median(prefill_times_s)) / (spec.new_tokens - 1)
     if not step_s > 0:
         raise ValueError(
             f"a full generate took no longer than the prefill alone ({statistics.median(full_times_s):.4f} s "
@@ -805,6 +814,7 @@ def decode_result(
         "new_tokens": spec.new_tokens,
         "weights_gb": _positive(weights_bytes / GB, 3),
         "decode_ms_per_step": _positive(step_s * 1000, 3),
+        "generate_ms": _positive(statistics.median(full_times_s) * 1000, 3),
         "prefill_ms": _positive(statistics.median(prefill_times_s) * 1000, 3),
         "tokens_per_s_per_seq": _positive(1 / step_s, 1),
         "aggregate_tokens_per_s": _positive(spec.batch / step_s, 1),
@@ -812,6 +822,10 @@ def decode_result(
         "peak_reserved_gb": None if not peak_reserved_bytes else _positive(peak_reserved_bytes / GB, 3),
         "warm0_s": _positive(warm0_s, 2),
         "warm1_s": None if warm1_s is None else _positive(warm1_s, 2),
+        "experts_implementation": experts_implementation,
+        "forward_kernels": None if forward is None else forward.kernels,
+        "forward_gpu_busy_ms": None if forward is None else _positive(forward.gpu_busy_s * 1000, 3),
+        "forward_ms": None if forward is None else _positive(forward.wall_s * 1000, 3),
     }
     return DecodeRun.model_validate(result).model_dump(mode="json", exclude_none=True)
 
@@ -885,8 +899,14 @@ def method_text(
             "`inference`: bf16, Hugging Face `generate`, greedy, exactly `new_tokens` generated (no EOS "
             "stop), random prompt tokens; `hf-eager` is eager with the dynamic cache, `hf-static-compile` "
             'is `cache_implementation="static"` (generate compiles the decode step with torch.compile and '
-            "CUDA graphs). `decode_ms_per_step` = (generate time - prefill time) / new tokens, each the "
-            f"median of {DECODE_REPEATS} calls, the prefill time being a generate of 1 new token. `warm0_s` "
+            "CUDA graphs). `decode_ms_per_step` = (generate time - prefill time) / (new tokens - 1), each "
+            f"the median of {DECODE_REPEATS} calls (`generate_ms`, `prefill_ms`), the prefill time being a "
+            "generate of 1 new token: generate runs a forward pass a new token, the first over the prompt. A "
+            "mixture-of-experts model's `experts_implementation` is the one transformers chose (5.x: "
+            "`grouped_mm`, one grouped GEMM over all experts a layer, where the GPU has it). For `hf-eager`, "
+            "one decode forward (one token for each sequence after the prompts, dynamic cache) is run under "
+            "torch.profiler after two untimed ones and one timed (`forward_ms`): `forward_kernels` is the "
+            "CUDA kernels it launched, `forward_gpu_busy_ms` their summed durations. `warm0_s` "
             "is the first call (for hf-static-compile it includes compiling), `warm1_s` the second "
             "(hf-static-compile only)."
         )
@@ -1167,6 +1187,12 @@ def measure_decode(
     full = [generate(spec.new_tokens, f"timed generate {i + 1}") for i in range(DECODE_REPEATS)]
     generate(1, "prefill warm-up")
     prefill = [generate(1, f"timed prefill {i + 1}") for i in range(DECODE_REPEATS)]
+    peak_allocated = torch.cuda.max_memory_allocated() - baseline.allocated
+    peak_reserved = torch.cuda.max_memory_reserved() - baseline.reserved
+    forward = None
+    if spec.engine == "hf-eager":
+        deadline.check("profiled decode forward")
+        forward = _profiled_decode_forward(torch, model, prompt)
     return decode_result(
         spec,
         weights_bytes=weights_bytes,
@@ -1174,9 +1200,52 @@ def measure_decode(
         prefill_times_s=prefill,
         warm0_s=warm0,
         warm1_s=warm1,
-        peak_allocated_bytes=torch.cuda.max_memory_allocated() - baseline.allocated,
-        peak_reserved_bytes=torch.cuda.max_memory_reserved() - baseline.reserved,
+        peak_allocated_bytes=peak_allocated,
+        peak_reserved_bytes=peak_reserved,
+        experts_implementation=getattr(model.config, "_experts_implementation", None)
+        if entry["architecture"].get("n_experts")
+        else None,
+        forward=forward,
     )
+
+
+@dataclass(frozen=True)
+class ForwardProfile:
+    """One eager decode forward pass (one new token for each sequence, after the prompts) as
+    torch.profiler saw it: what the host launched, how long the GPU was busy, how long it took."""
+
+    kernels: int
+    gpu_busy_s: float
+    wall_s: float
+
+
+def _profiled_decode_forward(torch: Any, model: Any, prompt: Any) -> ForwardProfile | None:
+    """`ForwardProfile` of a decode forward after `prompt` is read into the dynamic cache: two
+    untimed forwards, a timed one, then one under torch.profiler (CPU and CUDA activities), its CUDA
+    kernels counted and their durations summed. None where the profiler fails: the run's other figures
+    stand without it."""
+    try:
+        profiler = _import("torch.profiler")
+        with torch.inference_mode():
+            cache = model(input_ids=prompt, use_cache=True).past_key_values
+            token = prompt[:, -1:]
+
+            def forward() -> Any:
+                return model(input_ids=token, past_key_values=cache, use_cache=True)
+
+            for _ in range(2):
+                forward()
+            wall_s, _ = _timed(torch, forward)
+            activities = [profiler.ProfilerActivity.CPU, profiler.ProfilerActivity.CUDA]
+            with profiler.profile(activities=activities) as recorded:
+                forward()
+                torch.cuda.synchronize()
+        kernels = [e for e in recorded.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        busy_us = sum(e.time_range.elapsed_us() for e in kernels)
+        return ForwardProfile(len(kernels), busy_us / 1e6, wall_s) if kernels else None
+    except Exception as error:  # the profile is an extra figure, never the run's failure
+        print(f"  (no forward profile: {_error_words(error)})", flush=True)
+        return None
 
 
 def measure_encode(

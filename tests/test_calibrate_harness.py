@@ -25,6 +25,7 @@ from bench.calibrate import (
     EXTENDED_RUNS,
     Deadline,
     Failure,
+    ForwardProfile,
     RunSpec,
     RunSpecError,
     RunTimeout,
@@ -512,7 +513,8 @@ def test_a_utilisation_above_the_h100s_peak_is_kept() -> None:
 def test_a_decode_result_reproduces_the_example_files_figures(example: dict[str, Any], batch: int) -> None:
     run = example_run(example, engine="hf-eager", batch=batch)
     prefill = 0.25
-    full = prefill + run["decode_ms_per_step"] / 1000 * run["new_tokens"]
+    # a generate of n new tokens is the prompt's forward pass and n - 1 decode steps
+    full = prefill + run["decode_ms_per_step"] / 1000 * (run["new_tokens"] - 1)
     result = decode_result(
         parse_run_spec(f"qwen3-8b:decode:eager:b{batch}:p128:n128"),
         weights_bytes=int(run["weights_gb"] * 1e9),
@@ -522,8 +524,10 @@ def test_a_decode_result_reproduces_the_example_files_figures(example: dict[str,
         warm1_s=None,
         peak_allocated_bytes=int(run["peak_allocated_gb"] * 1e9),
     )
-    # the example file predates the prefill figure: the median one-token generate, in milliseconds
+    # the example file predates the prefill and generate figures: the median one-token and n-token
+    # generates, in milliseconds
     assert result.pop("prefill_ms") == 250.0
+    assert result.pop("generate_ms") == pytest.approx(full * 1000, abs=0.001)
     assert result == run
 
 
@@ -533,14 +537,45 @@ def test_a_static_decode_keeps_both_warm_up_times(example: dict[str, Any]) -> No
     result = decode_result(
         parse_run_spec("qwen3-8b:decode:static:b32:p128:n256"),
         weights_bytes=int(run["weights_gb"] * 1e9),
-        full_times_s=[prefill + run["decode_ms_per_step"] / 1000 * 256] * 3,
+        full_times_s=[prefill + run["decode_ms_per_step"] / 1000 * 255] * 3,
         prefill_times_s=[prefill] * 3,
         warm0_s=run["warm0_s"],
         warm1_s=run["warm1_s"],
         peak_allocated_bytes=int(run["peak_allocated_gb"] * 1e9),
     )
     assert result.pop("prefill_ms") == 200.0
+    assert result.pop("generate_ms") > 200.0
     assert result == run
+
+
+def test_a_decode_step_is_the_difference_over_the_steps_between_the_two_generates() -> None:
+    """16 new tokens are one prompt pass and 15 steps: 1.0 s more than the prompt's 0.5 s is 66.7 ms a
+    step (transformers' generate, one forward pass a new token)."""
+    result = decode_result(
+        parse_run_spec("qwen3-30b-a3b:decode:eager:b4:p1024:n16"),
+        weights_bytes=61 * 10**9,
+        full_times_s=[1.5] * 3,
+        prefill_times_s=[0.5] * 3,
+        warm0_s=2.0,
+        warm1_s=None,
+        peak_allocated_bytes=62 * 10**9,
+        experts_implementation="grouped_mm",
+        forward=ForwardProfile(kernels=4438, gpu_busy_s=0.0147, wall_s=0.0921),
+    )
+    assert result["decode_ms_per_step"] == pytest.approx(1000 / 15, abs=0.001)
+    assert result["aggregate_tokens_per_s"] == 60.0
+    assert (result["generate_ms"], result["prefill_ms"]) == (1500.0, 500.0)
+    assert result["experts_implementation"] == "grouped_mm"
+    assert (result["forward_kernels"], result["forward_gpu_busy_ms"], result["forward_ms"]) == (
+        4438,
+        14.7,
+        92.1,
+    )
+
+
+def test_a_decode_of_one_new_token_is_refused_for_it_has_no_step() -> None:
+    with pytest.raises(RunSpecError, match="at least 2 new tokens"):
+        parse_run_spec("qwen3-8b:decode:n1")
 
 
 def test_a_decode_no_slower_than_its_prefill_is_a_failed_run_not_a_negative_figure() -> None:
@@ -607,7 +642,7 @@ def test_the_method_text_says_how_each_kind_of_figure_was_taken(example: dict[st
         "2 warm-up steps then the median of 5",
         "alpha 2r",
         'cache_implementation="static"',
-        "(generate time - prefill time) / new tokens",
+        "(generate time - prefill time) / (new tokens - 1)",
         "an 8192^3 bf16 matmul ran at 788 TFLOP/s",
         "4.27 TB/s counting bytes read and written",
     ):

@@ -1,13 +1,17 @@
 """The sizing terms fitted to data/calibration/h100-2026-11-26.json and h200-2026-11-26.json: a
 training step's memory-bound work, an encoder's width-dependent share of the peak and its workspace, and
-an expert-looping engine's cost per expert visited. Figures are those measurements'."""
+an eager engine's launches of a mixture-of-experts layer. Figures are those measurements'."""
 
 from __future__ import annotations
 
 import pytest
 
+from engine.knowledge import paths
+from engine.models.calibration import DecodeRun
+from engine.planning.calibration import load
 from engine.sizing.serving_engines import (
     ENCODER_EFFICIENCY,
+    HF_MOE_DISPATCH_FACTOR,
     encoder_efficiency,
     moe_pass_seconds,
     profile,
@@ -21,6 +25,7 @@ H200_BANDWIDTH = 4.8e12
 
 BGE_M3 = model_shape("bge-m3")
 QWEN3_30B_A3B = model_shape("qwen3-30b-a3b")
+QWEN3_8B = model_shape("qwen3-8b")
 
 
 def test_the_memory_bound_term_slows_a_gpu_of_the_same_peak_by_its_bandwidth() -> None:
@@ -71,14 +76,24 @@ def test_an_encoder_has_no_logits_and_a_dense_mlp_in_its_workspace() -> None:
     assert with_head - encoder == pytest.approx(64 * 250_002 * 16)
 
 
-def test_an_expert_looping_engine_pays_for_each_expert_its_tokens_visit() -> None:
-    """Qwen3-30B-A3B in Hugging Face eager on an H100: 57.6, 49.3 and 110.4 ms a decode step at batch
-    1, 8 and 32; the experts visited (8, 52, 112 of 128 per layer) at 13.8 us each."""
+def test_an_eager_moe_layer_launches_the_kernels_of_one_and_a_half_dense_layers() -> None:
+    """transformers 5.17's grouped_mm experts: one eager decode forward of Qwen3-30B-A3B launches 4,390
+    kernels (48 layers), Qwen3-8B 2,218 (36 layers) (torch.profiler, data/calibration/h200-2026-11-27-b.json):
+    91.5 against 61.6 a layer, whatever the batch. The step is those launches: 78.7 ms for Qwen3-30B-A3B,
+    against 50.9-122 ms measured at batch 1-32 on five machines."""
+    runs = load(paths.data_dir() / "calibration" / "h200-2026-11-27-b.json").runs
+    kernels = {
+        run.model: run.forward_kernels
+        for run in runs
+        if isinstance(run, DecodeRun) and run.batch in (1, 32) and run.model in ("qwen3-8b", "qwen3-30b-a3b")
+    }
+    assert kernels == {"qwen3-8b": 2218, "qwen3-30b-a3b": 4390}
+    per_layer = kernels["qwen3-30b-a3b"] / QWEN3_30B_A3B.n_layers, kernels["qwen3-8b"] / QWEN3_8B.n_layers
+    assert per_layer[0] / per_layer[1] == pytest.approx(HF_MOE_DISPATCH_FACTOR, rel=0.02)
     eager, vllm = profile("hf-eager"), profile("vllm")
-    one, thirty_two = (moe_pass_seconds(eager, QWEN3_30B_A3B, b) for b in (1, 32))
-    assert one == pytest.approx(48 * 8 * 13.8e-6)
-    assert thirty_two == pytest.approx(48 * 128 * (1 - (1 - 8 / 128) ** 32) * 13.8e-6)
-    assert thirty_two == pytest.approx(0.074, abs=0.001)  # 110 ms less 36 ms of streaming
-    # a fused MoE kernel costs a fixed 102 us a layer whatever the batch
-    assert moe_pass_seconds(vllm, QWEN3_30B_A3B, 1) == moe_pass_seconds(vllm, QWEN3_30B_A3B, 32)
-    assert moe_pass_seconds(eager, BGE_M3, 32) == 0.0
+    assert eager.launch_seconds(QWEN3_30B_A3B) == pytest.approx(48 * 0.9e-3 * 1.22 * 1.49)
+    assert eager.launch_seconds(QWEN3_30B_A3B) == pytest.approx(0.0787, abs=0.0005)
+    assert vllm.launch_seconds(QWEN3_30B_A3B) == 0.0  # CUDA graphs: no host launches a step
+    # the GPU's fixed cost of a fused MoE layer, the same at every batch, 102 us a layer on one GPU
+    assert moe_pass_seconds(QWEN3_30B_A3B) == pytest.approx(48 * 102e-6)
+    assert moe_pass_seconds(BGE_M3) == 0.0

@@ -88,7 +88,10 @@ class DecodeRun(Strict):
     prompt: Count
     new_tokens: Count
     weights_gb: Positive | None = None
-    decode_ms_per_step: Positive
+    decode_ms_per_step: Positive = Field(
+        description="(generate_ms - prefill_ms) / (new_tokens - 1): one forward pass a new token"
+    )
+    generate_ms: Positive | None = Field(None, description="the median generate of new_tokens, milliseconds")
     prefill_ms: Positive | None = Field(
         None, description="a generate of one new token: the batch's prompts read (prefill), milliseconds"
     )
@@ -98,6 +101,14 @@ class DecodeRun(Strict):
     peak_reserved_gb: Positive | None = None
     warm0_s: Positive | None = None
     warm1_s: Positive | None = None
+    experts_implementation: str | None = Field(
+        None, max_length=40, description="an MoE model's experts kernel, as transformers chose it"
+    )
+    forward_kernels: Count | None = Field(
+        None, description="CUDA kernels one eager decode forward launches (torch.profiler)"
+    )
+    forward_gpu_busy_ms: Positive | None = Field(None, description="those kernels' durations summed, ms")
+    forward_ms: Positive | None = Field(None, description="that forward's wall time, synchronised, ms")
 
 
 class EncodeRun(Strict):
@@ -134,7 +145,11 @@ class CalibrationFile(Strict):
     device: Device
     date: date
     stack: Stack
-    method: Words = Field(description="how each figure was taken, in words")
+    method: str = Field(
+        min_length=1,
+        max_length=8000,
+        description="how each figure was taken, in words (and any correction since)",
+    )
     runs: Annotated[list[Run], Field(min_length=1)]
     failures: list[Failure] = Field(default_factory=list, description="runs that could not be measured")
     elapsed_s: Positive | None = None

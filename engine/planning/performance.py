@@ -199,7 +199,7 @@ def inference_speed(
     compute_rate = peak * ways * prefill_share(job) / work.prefill_flops_per_token
     batch_prompts = work.sequences * work.prompt_tokens  # read in one forward pass
     bandwidth = gpu.memory_bandwidth_gbs * GB * ways
-    launch = _prefill_launch(job, batch_prompts, work.weight_bytes / bandwidth)
+    launch = _prefill_launch(job, work.weight_bytes / bandwidth)
     bandwidth *= engine.bandwidth_efficiency
     prefill_rate = batch_prompts / max(launch, batch_prompts / compute_rate + all_reduces(batch_prompts))
     first_token = max(launch, work.prompt_tokens / compute_rate + all_reduces(work.prompt_tokens))
@@ -207,7 +207,7 @@ def inference_speed(
         return _encoder_speed(job, work, layout, prefill_rate, first_token)
     streaming = work.step_bytes / bandwidth
     matmuls = work.sequences * work.flops_per_token / (peak * ways * engine.decode_compute_efficiency)
-    experts = moe_pass_seconds(engine, job.shape, work.sequences, ways)
+    experts = moe_pass_seconds(job.shape, ways)
     step = max(engine.launch_seconds(job.shape), streaming + matmuls + experts)
     step += all_reduces(work.sequences)  # one new token per sequence
     concurrent = _concurrent(memory, budget, work, layout)
@@ -218,21 +218,16 @@ def inference_speed(
     )
 
 
-def _prefill_launch(job: Job, tokens: int, streaming_s: float) -> float:
+def _prefill_launch(job: Job, streaming_s: float) -> float:
     """The least time a prompt's forward pass takes whatever its FLOPs: the host launching one layer
-    after another, then the weights streamed once at the memory's peak bandwidth (`streaming_s`), or
-    for an engine that loops over the experts, the experts the prompts visit where they take longer.
+    after another, then the weights streamed once at the memory's peak bandwidth (`streaming_s`).
     Measured in eager mode, the stream is partly hidden behind the launches, by how much depending on
     the host: Qwen3-32B reads a 128-token prompt in 123 ms on one H200 machine, where its launches take
     70 ms and its 65.5 GB stream in 14 ms at the peak; Qwen3-14B in 34 ms on another, its launches
     taking 31 ms there and its stream 6 ms (data/calibration/h200-2026-11-26-b.json, -c.json). Both are
     within the engine's band of launches plus the stream at the peak. An engine without launches (CUDA
     graphs) is bound by the stream alone."""
-    engine = profile(job.engine)
-    launch = engine.launch_seconds(job.shape, prefill=True) + streaming_s
-    if engine.moe_expert_visit_s is not None:
-        launch = max(launch, moe_pass_seconds(engine, job.shape, tokens))
-    return launch
+    return profile(job.engine).launch_seconds(job.shape, prefill=True) + streaming_s
 
 
 def prefill_share(job: Job) -> float:

@@ -17,7 +17,6 @@ from typing import Literal, get_args
 
 from engine.sizing._checks import check_choice, check_non_negative_int, check_positive_int
 from engine.sizing.shape import TransformerShape
-from engine.sizing.throughput import moe_expected_experts
 from engine.sizing.training_speed import HALF_WIDTH
 
 __all__ = [
@@ -101,9 +100,10 @@ class EngineProfile:
     moe_prefill_efficiency: float | None = None
     """share of dense peak FLOPS a mixture-of-experts model's prompt processing reaches (None: the
     dense `prefill_efficiency`)"""
-    moe_expert_visit_s: float | None = None
-    """host time per expert a forward pass visits in one MoE layer, for an engine that loops over the
-    experts the tokens were routed to (None: a fused MoE kernel, costing MOE_LAYER_SECONDS a layer)"""
+    moe_dispatch_factor: float = 1.0
+    """how much longer a mixture-of-experts layer takes to launch than a dense layer of its family
+    (routing, sorting tokens to experts and two grouped GEMMs are more kernels than one gated MLP);
+    matters only where `layer_dispatch_s` does"""
 
     @property
     def prefill_launch_s(self) -> float:
@@ -112,9 +112,11 @@ class EngineProfile:
 
     def launch_seconds(self, shape: TransformerShape, *, prefill: bool = False) -> float:
         """host time to launch a forward pass's layers (a decode step's, or with `prefill` a prompt's):
-        one layer's dispatch times the layers, QK_NORM_DISPATCH_FACTOR more where QK-norm adds kernels"""
+        one layer's dispatch times the layers, QK_NORM_DISPATCH_FACTOR more where QK-norm adds kernels,
+        `moe_dispatch_factor` more for each mixture-of-experts layer"""
         per_layer = self.prefill_launch_s if prefill else self.layer_dispatch_s
-        return shape.n_layers * per_layer * (QK_NORM_DISPATCH_FACTOR if shape.qk_norm else 1.0)
+        layers = shape.n_dense_layers + shape.n_moe_layers * self.moe_dispatch_factor
+        return layers * per_layer * (QK_NORM_DISPATCH_FACTOR if shape.qk_norm else 1.0)
 
     def prefill_share(self, *, moe: bool, hidden_size: int) -> float:
         """share of dense peak FLOPS this engine's prompt processing reaches with layers `hidden_size`
@@ -149,12 +151,34 @@ pass (QK_NORM_DISPATCH_FACTOR more with QK-norm). The host decides it, whatever 
 layers take 0.60-0.61 ms on one H200 machine (Llama-3.2-3B, SmolLM2-1.7B) and 0.72 ms on one H100 machine
 (Llama-3.1-8B); Qwen3 layers take 0.75-0.77 ms on the first, 0.83-0.85 ms on the second and 1.54-1.62 ms
 on another H200 machine (Qwen3-8B) (data/calibration/h200-2026-11-26-c.json, h100-2026-11-26.json,
-h200-2026-11-26.json). 0.9 ms (1.1 ms for Qwen3) sits between the hosts measured, and the hf-eager band
-(0.6-1.5) holds them all."""
+h200-2026-11-26.json). 0.9 ms (1.1 ms for Qwen3) sits between the hosts measured.
+
+The host's speed is not the GPU's, and it varies from machine to machine and from minute to minute:
+the same decode (Qwen3-8B, batch 1, a 128-token prompt, 64 new tokens, the same stack) took 35.9 ms a
+step on one H200 machine and 67.3 ms on another the same hour (h200-2026-11-27-b.json,
+h200-2026-11-27.json); on one machine a bare decode forward of Llama-3.1-8B took 28.2 and 43.9 ms a
+minute apart, launching the same 1,462 kernels with the GPU busy 6.2 and 6.6 ms of it
+(h200-2026-11-27-b.json). HF_EAGER_BAND is that spread: a prediction for an eager stack is good to
+within it on whatever host runs it, and no closer."""
+HF_EAGER_BAND = (0.6, 1.75)
+"""predicted / measured decode tokens/s an hf-eager prediction is held to: 41 eager decodes on seven
+machines spread over 0.65-1.70 (data/calibration), the hosts' speed (HF_EAGER_LAYER_DISPATCH_S)"""
 QK_NORM_DISPATCH_FACTOR = 1.22
 """A layer that normalises its queries and keys (Qwen3's QK-norm: two more RMSNorms, each a handful of
 element-wise kernels) takes this much longer to launch: 0.76 against 0.605 ms on one H200 host (1.26),
 0.85 against 0.72 ms on one H100 host (1.18)."""
+
+HF_MOE_DISPATCH_FACTOR = 1.49
+"""A Qwen3 mixture-of-experts layer launches 1.49 times the kernels of a dense Qwen3 layer in
+transformers 5.17, whose experts default to `grouped_mm` (two grouped GEMMs over all of a layer's
+experts, whatever the batch; the loop over the experts a batch visits is the `eager` choice, 3.6 to 7.8
+times slower): one eager decode forward of Qwen3-30B-A3B launches 4,390 CUDA kernels at batch 1 and 32
+(4,438 after 1,024-token prompts), 91.5 a layer over 48 layers, where Qwen3-8B launches 2,218, 61.6 a
+layer over 36 (torch.profiler, data/calibration/h200-2026-11-27-b.json). The GPU is busy 10-29 ms of
+the 76-139 ms the host takes for them, so the step is the host's launches at every batch measured:
+Qwen3-30B-A3B steps of 50.9-122 ms at batch 1-32 on five machines (h100-2026-11-26.json,
+h200-2026-11-26-b.json, h200-2026-11-26-d.json, h200-2026-11-27.json, h200-2026-11-27-b.json) against
+78.7 ms predicted."""
 
 _HF_STATIC = EngineProfile(
     name="hf-static-compile",
@@ -172,13 +196,11 @@ _HF_STATIC = EngineProfile(
     # generate compiles the decode step only; the prompt is read eagerly: a 128-token prompt takes
     # 48.7 ms on an H100 (36 layers), as in eager mode (data/calibration/h100-2026-11-26.json)
     prefill_dispatch_s=HF_EAGER_LAYER_DISPATCH_S,
-    # Hugging Face's mixture-of-experts layers loop over the experts the tokens were routed to
-    # (data/calibration/h100-2026-11-26.json, Qwen3-30B-A3B on an H100): 32 x 128 prompt tokens are read
-    # at 24.5k tokens/s, 0.15 of the peak where a dense model reaches 0.53; a decode step takes 57.6,
-    # 49.3 and 110.4 ms at batch 1, 8 and 32, the experts it visits (8, 52 and 112 of 128 in each of
-    # 48 layers) costing 13.8 us each beyond streaming them, under the host's 53 ms for the layers
+    # Hugging Face's mixture-of-experts layers read a prompt at 0.15 of the peak where a dense model
+    # reaches 0.53: 32 x 128 prompt tokens of Qwen3-30B-A3B at 24.5k tokens/s on an H100
+    # (data/calibration/h100-2026-11-26.json), 26.6k on an H200 (h200-2026-11-27.json)
     moe_prefill_efficiency=0.15,
-    moe_expert_visit_s=13.8e-6,
+    moe_dispatch_factor=HF_MOE_DISPATCH_FACTOR,
 )
 _PROFILES: dict[str, EngineProfile] = {
     "vllm": _VLLM,
@@ -197,7 +219,7 @@ _PROFILES: dict[str, EngineProfile] = {
         name="hf-eager",
         cuda_graphs=False,
         layer_dispatch_s=HF_EAGER_LAYER_DISPATCH_S,
-        band=(0.6, 1.5),
+        band=HF_EAGER_BAND,
         source="data/calibration/h200-2026-11-26.json and h100-2026-11-26.json (Hugging Face generate, "
         "eager, dynamic cache)",
     ),
@@ -223,20 +245,13 @@ def encoder_efficiency(hidden_size: int) -> float:
     return min(ENCODER_CEILING, ENCODER_EFFICIENCY * h / (h + ENCODER_HALF_WIDTH) / reference)
 
 
-def moe_pass_seconds(
-    engine: EngineProfile, shape: TransformerShape, tokens: int, tensor_parallel: int = 1
-) -> float:
-    """Fixed cost of a forward pass's MoE layers over `tokens` tokens (s): ``MoE layers x t``, ``t`` =
-    :func:`moe_layer_seconds` for a fused kernel, or ``visit x expected experts`` (``moe_expected_experts``)
-    for an engine that loops over them (`EngineProfile.moe_expert_visit_s`); 0 for a dense model."""
+def moe_pass_seconds(shape: TransformerShape, tensor_parallel: int = 1) -> float:
+    """Fixed GPU cost of a decode step's MoE layers (s): ``MoE layers x`` :func:`moe_layer_seconds`
+    (routing, sorting tokens to experts, grouped GEMMs over small expert matrices); 0 for a dense
+    model. An eager engine's host launches, which take longer, are `EngineProfile.launch_seconds`."""
     if not shape.is_moe:
         return 0.0
-    if engine.moe_expert_visit_s is None:
-        return shape.n_moe_layers * moe_layer_seconds(tensor_parallel)
-    visited = moe_expected_experts(
-        shape.n_experts, shape.experts_per_token, check_positive_int("tokens", tokens)
-    )
-    return shape.n_moe_layers * engine.moe_expert_visit_s * visited
+    return shape.n_moe_layers * moe_layer_seconds(tensor_parallel)
 
 
 def moe_layer_seconds(tensor_parallel: int = 1) -> float:
