@@ -21,7 +21,8 @@ Run specs
 data/calibration/h200-2026-11-26.json), `extended` (new shapes: `EXTENDED_RUNS`), `all` (both) or
 `80gb` (the 46 runs of data/calibration/h100-2026-11-26.json, for one 80 GB GPU: about 10 minutes),
 `h200` (the 29 runs of data/calibration/h200-2026-11-26-b.json, for one 141 GB GPU: about 5 minutes) or
-`h200-second` (the 22 runs of h200-2026-11-26-c.json: about 3 minutes).
+`h200-second` (the 22 runs of h200-2026-11-26-c.json: about 3 minutes) or `eager-hosts` (the 7 eager
+decodes of h200-2026-11-27.json and -b.json: about 2 minutes).
 A run spec is `MODEL:METHOD[:OPTION]...`, fields separated by colons, options in any order, each at
 most once:
 
@@ -460,6 +461,20 @@ mended harness measured again first (the Qwen3-Embedding encodes without a KV ca
 without its construction's peak), then shapes held out from the fit of the first sitting: five more
 families' eager decode and prefill, four more encoders, 14B and 32B LoRA, full fine-tuning at 3B."""
 
+EAGER_HOST_RUNS = _runs(
+    "qwen3-8b:decode:eager:b1:p128:n64",
+    "llama-3-1-8b:decode:eager:b4:p128:n64",
+    "qwen3-30b-a3b:decode:eager:b4:p1024:n64",
+    "llama-3-1-8b:decode:eager:b1:p128:n64",
+    "qwen3-30b-a3b:decode:eager:b32:p128:n64",
+    "qwen3-30b-a3b:decode:eager:b1:p128:n64",
+    "llama-3-1-8b:decode:eager:b4:p4096:n64",
+)
+"""Eager decode as the host sets it (data/calibration/h200-2026-11-27.json and -b.json, two H200
+machines the same morning: about 2 minutes): a mixture-of-experts model at batch 1, 4 and 32 beside dense
+Qwen3 and Llama at batch 1 and 4, each with a profiled decode forward (its kernels and the GPU's busy
+time). Run it on two machines, or twice an hour apart, to see the host's spread."""
+
 RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
     "default": DEFAULT_RUNS,
     "extended": EXTENDED_RUNS,
@@ -467,6 +482,7 @@ RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
     "80gb": GPU_80GB_RUNS,
     "h200": H200_RUNS,
     "h200-second": H200_SECOND_RUNS,
+    "eager-hosts": EAGER_HOST_RUNS,
 }
 
 

@@ -300,6 +300,25 @@ def test_the_80gb_list_is_the_h100_files_runs_in_order() -> None:
     assert [f.run for f in measured.failures] == [s.name for s in specs[done:]]
 
 
+def test_the_eager_hosts_list_is_the_two_files_of_2026_11_27() -> None:
+    """The runs of h200-2026-11-27.json and -b.json, two H200 machines measured with this list (each a
+    part of it): every run in them is in the list, and every run of the list is in one of them."""
+    from engine.planning.calibration import load
+
+    folder = KB.parent / "data" / "calibration"
+    measured = [
+        run for name in ("h200-2026-11-27.json", "h200-2026-11-27-b.json") for run in load(folder / name).runs
+    ]
+
+    def workload(run: Any) -> tuple[object, ...]:
+        return (run.model, run.batch, run.prompt, run.new_tokens, run.engine)
+
+    listed = {
+        (s.model, s.batch, s.prompt, s.new_tokens, s.engine) for s in calibrate.RUN_LISTS["eager-hosts"]
+    }
+    assert {workload(run) for run in measured} == listed
+
+
 def test_the_extended_runs_add_the_shapes_asked_for() -> None:
     names = {spec.name for spec in EXTENDED_RUNS}
     assert not names & {spec.name for spec in DEFAULT_RUNS}
