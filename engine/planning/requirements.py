@@ -184,6 +184,15 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
         found["serving_engine"] = job.engine
         found["serving_engine_source"] = engine.source
         found["decode_bandwidth_efficiency"] = engine.bandwidth_efficiency
+        low, high = engine.band
+        found["decode_speed_band"] = f"predictions within {low:g}-{high:g} x measured (docs/calibration.md)"
+        if engine.layer_dispatch_s > 0:
+            found["decode_host_launch_s"] = round(engine.launch_seconds(job.shape), 4)
+            found["decode_host_launch_source"] = (
+                "the host launching each layer's kernels, every step, bounds eager decode whatever the GPU "
+                "(a mixture-of-experts layer 1.49 times a dense one); hosts of one GPU type differ about "
+                "twofold (engine/sizing/serving_engines.py)"
+            )
         found["prefill_flops_share"] = round(prefill_share(job), 3)
         if engine.memory_utilization < 1.0:
             found["gpu_memory_utilization"] = engine.memory_utilization
