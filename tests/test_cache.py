@@ -13,7 +13,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,8 @@ from engine.models.kb import KIND_MODELS
 from engine.reasoning import checked
 from engine.recommend import Advisor, load_advisor
 
-TODAY = date(2026, 11, 26)
+TODAY = date.today()
+"""the day the KB is checked on, as the service does: a fact's date may be any day up to it"""
 RTX_4090 = "gpus/nvidia-rtx-4090.yaml"
 
 
@@ -69,7 +70,7 @@ def test_a_changed_file_misses_the_cache_and_is_checked(cache_at: Path, kb_copy:
 
 def test_the_key_covers_content_and_date(kb_copy: Path) -> None:
     before = cache.fingerprint([Tree.read(kb_copy)], TODAY)
-    assert cache.fingerprint([Tree.read(kb_copy)], date(2026, 11, 27)) != before
+    assert cache.fingerprint([Tree.read(kb_copy)], TODAY + timedelta(days=1)) != before
     gpu = kb_copy / RTX_4090
     gpu.write_text(gpu.read_text() + "\n")
     assert cache.fingerprint([Tree.read(kb_copy)], TODAY) != before
@@ -222,7 +223,7 @@ WRITER = textwrap.dedent(
     from engine.reasoning.checked import read_checked
 
     kb = Path(sys.argv[1])
-    good = read_checked(kb, Path(sys.argv[2]), kb.parent / "data", date(2026, 11, 26))
+    good = read_checked(kb, Path(sys.argv[2]), kb.parent / "data", date.today())
     os.fsync = lambda fd: time.sleep(60)  # stall after the bytes are written, before the rename
     cache.store(good)
     """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -203,7 +204,9 @@ def test_a_hostile_config_is_a_problem_not_a_crash(
     (data / "catalog-import.yaml").write_text(config)
     assert main(["kb", "import-catalog", "--kb", str(kb_copy), "--data", str(data)]) == 1
     assert "catalog-import.yaml" in capsys.readouterr().err
-    lint = main(["kb", "lint", "--kb", str(kb_copy), "--data", str(data), "--today", "2026-11-26"])
+    lint = main(
+        ["kb", "lint", "--kb", str(kb_copy), "--data", str(data), "--today", date.today().isoformat()]
+    )
     assert lint == 1  # problems found, not an internal error (70)
     assert "catalog-import.yaml:" in capsys.readouterr().out
 

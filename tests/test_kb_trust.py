@@ -34,8 +34,9 @@ from engine.planning import calibration
 from engine.reasoning import checked
 from engine.reasoning.rules import read_rules
 from engine.recommend import Advisor
+from tests.support_lint import lint_main
 
-TODAY = date(2026, 11, 26)
+TODAY = date.today()
 H100 = "gpus/nvidia-h100-sxm.yaml"
 SECRET = "gho_NotARealTokenButSecret123"
 HANG_S = 90
@@ -79,9 +80,7 @@ def release(fifo: Path) -> Callable[[], None]:
 
 
 def lint_text(kb_root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    code = main(
-        ["kb", "lint", "--kb", str(kb_root), "--data", str(kb_root.parent / "data"), "--today", "2026-11-26"]
-    )
+    code = lint_main(kb_root)
     captured = capsys.readouterr()
     return code, captured.out + captured.err
 

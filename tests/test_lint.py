@@ -17,14 +17,13 @@ from cli.main import main
 from engine.knowledge.lint import lint_kb
 from engine.knowledge.paths import PROJECT_ROOT as PROJECT
 from engine.models.kb import KIND_MODELS
+from tests.support_lint import lint_main
 
 H100 = "gpus/nvidia-h100-sxm.yaml"
 
 
 def run_lint(kb_root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    code = main(
-        ["kb", "lint", "--kb", str(kb_root), "--data", str(kb_root.parent / "data"), "--today", "2026-11-26"]
-    )
+    code = lint_main(kb_root)
     return code, capsys.readouterr().out
 
 

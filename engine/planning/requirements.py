@@ -180,23 +180,7 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
             )
         )
     else:
-        engine = profile(job.engine)
-        found["serving_engine"] = job.engine
-        found["serving_engine_source"] = engine.source
-        found["decode_bandwidth_efficiency"] = engine.bandwidth_efficiency
-        low, high = engine.band
-        found["decode_speed_band"] = f"predictions within {low:g}-{high:g} x measured (docs/calibration.md)"
-        if engine.layer_dispatch_s > 0:
-            found["decode_host_launch_s"] = round(engine.launch_seconds(job.shape), 4)
-            found["decode_host_launch_source"] = (
-                "the host launching each layer's kernels, every step, bounds eager decode whatever the GPU "
-                "(a mixture-of-experts layer 1.49 times a dense one); hosts of one GPU type differ about "
-                "twofold (engine/sizing/serving_engines.py)"
-            )
-        found["prefill_flops_share"] = round(prefill_share(job), 3)
-        if engine.memory_utilization < 1.0:
-            found["gpu_memory_utilization"] = engine.memory_utilization
-        found["context_tokens"] = float(job.context_tokens)
+        found.update(engine_assumptions(job))
     per_user = per_user_tps(job)
     if per_user is not None:
         found["tokens_per_s_per_user"] = round(per_user, 3)
@@ -208,6 +192,30 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
                 if job.reads_only
                 else "default: twice reading speed; give workload.serving.min_tokens_per_s_per_user"
             )
+    return found
+
+
+def engine_assumptions(job: Job) -> dict[str, float | str]:
+    """What a served job's figures assume of its engine: its profile's source and efficiencies, how
+    close its decode predictions are held to measurements, and for an eager engine the host's launches."""
+    found: dict[str, float | str] = {}
+    engine = profile(job.engine)
+    found["serving_engine"] = job.engine
+    found["serving_engine_source"] = engine.source
+    found["decode_bandwidth_efficiency"] = engine.bandwidth_efficiency
+    low, high = engine.band
+    found["decode_speed_band"] = f"predictions within {low:g}-{high:g} x measured (docs/calibration.md)"
+    if engine.layer_dispatch_s > 0:
+        found["decode_host_launch_s"] = round(engine.launch_seconds(job.shape), 4)
+        found["decode_host_launch_source"] = (
+            "the host launching each layer's kernels, every step, bounds eager decode whatever the GPU "
+            "(a mixture-of-experts layer 1.49 times a dense one); hosts of one GPU type differ about "
+            "twofold (engine/sizing/serving_engines.py)"
+        )
+    found["prefill_flops_share"] = round(prefill_share(job), 3)
+    if engine.memory_utilization < 1.0:
+        found["gpu_memory_utilization"] = engine.memory_utilization
+    found["context_tokens"] = float(job.context_tokens)
     return found
 
 
