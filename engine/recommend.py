@@ -28,8 +28,8 @@ from engine.answer.lean import lean, lean_compare, lean_json
 from engine.answer.parts import (
     assumptions,
     citation_texts,
-    price_age_warning,
     price_dates,
+    price_warnings,
     recommendation,
     rejected,
     step_citations,
@@ -355,14 +355,14 @@ class Advisor:
         (the KB version, the prices' date), the workload's requirements as planned, the rules'
         trace, warnings (`parts.warnings`, and the age of the prices used) and the assumptions."""
         job, outcome, policy = reasoned.job, reasoned.outcome, reasoned.policy
-        stale = price_age_warning(top, self.clock(), max_price_age_days)
+        prices = price_warnings(top, self.clock(), max_price_age_days, self.kb.providers, job.horizon_hours)
         return {
             "request_id": uuid.uuid4().hex,
             "kb_version": self.version,
             "prices_as_of": self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
             "requirements": needs.requirements,
             "trace": trace(outcome, self.rules_by_id, cited),
-            "warnings": warnings(job, policy, overruled=overruled, first=first) + ([stale] if stale else []),
+            "warnings": warnings(job, policy, overruled=overruled, first=first) + prices,
             "assumptions": assumptions(job, policy, needs.workload_assumptions),
         }
 

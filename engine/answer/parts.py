@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 
+from engine.answer.commitment import commitment_warning
 from engine.answer.explain import TASK_WORDS, YOUR_COMPUTER_NAME, citation_text, reasons, relevant_steps, why
 from engine.answer.launch import launch
 from engine.models.kb import Provider
@@ -378,6 +379,19 @@ def price_age_warning(top: Sequence[Ranked], today: date, max_age_days: int) -> 
         f"Prices more than {max_age_days} days old (constraints.max_price_age_days): {listed}. "
         "Check today's prices before you buy or rent."
     )
+
+
+def price_warnings(
+    top: Sequence[Ranked],
+    today: date,
+    max_age_days: int,
+    providers: Mapping[str, Provider],
+    horizon_hours: float,
+) -> list[str]:
+    """What the prices of the options shown call for: their age (`price_age_warning`), and for a large
+    rental on demand, the provider's committed terms (`commitment_warning`)."""
+    found = (price_age_warning(top, today, max_age_days), commitment_warning(top, providers, horizon_hours))
+    return [warning for warning in found if warning]
 
 
 def _and(items: Sequence[str]) -> str:

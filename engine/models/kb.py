@@ -426,6 +426,20 @@ class Billing(Strict):
     note: Text | None = Field(None, description="details and exceptions")
 
 
+class Commitment(Strict):
+    """Capacity a provider rents below its on-demand rate for a term, paid for every hour of it whether
+    used or not (reserved instances, savings plans, committed use discounts)."""
+
+    name: Name = Field(description="the provider's name for it, e.g. Savings Plans")
+    terms_months: list[Annotated[int, Field(ge=1, le=120)]] = Field(
+        min_length=1, description="the terms offered, months"
+    )
+    max_discount_pct: Annotated[float, Field(gt=0, lt=100)] = Field(
+        description="the largest discount off on-demand the provider publishes (an 'up to' figure: a quote "
+        "for a given GPU and term may be less)"
+    )
+
+
 class Provider(Entity):
     """A cloud that rents GPUs."""
 
@@ -445,6 +459,10 @@ class Provider(Entity):
     dstack_backend: LaunchName | None = Field(
         None,
         description="dstack's backend type for this cloud (`backends`); None when dstack has none",
+    )
+    commitment: Commitment | None = Field(
+        None,
+        description="committed capacity below the on-demand rate, where the provider publishes its terms",
     )
 
 
