@@ -52,6 +52,7 @@ def test_at_partial_use_a_commitment_pays_only_above_the_idle_share(advisor: Adv
     )
     (words,) = commitment_words(response)
     assert "committed use discounts" in words and "up to 57% off" in words
+    assert "sells 12-month commitments" in words  # a 36-month term would outlast the 24 months asked
     assert "for 24 months" in words and "at the 50% use costed here it saves only above 50% off" in words
     horizon_cost = response.recommendations[0].cost.horizon_cost_usd
     assert f"each point beyond saving ${horizon_cost / 0.5 / 100:,.0f}" in words

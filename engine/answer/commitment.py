@@ -28,8 +28,8 @@ def commitment_warning(
     top: Sequence[Ranked], providers: Mapping[str, Provider], horizon_hours: float
 ) -> str | None:
     """For a first option rented on demand, of at least MIN_GPUS GPUs, costed over at least a year of
-    use (not one run), from a provider that publishes committed terms: what they are, and where they
-    pay (None otherwise)."""
+    use (not one run), from a provider that publishes committed terms: the terms within the horizon,
+    and where they pay (None otherwise)."""
     if not top:
         return None
     candidate = top[0].candidate
@@ -44,7 +44,11 @@ def commitment_warning(
         return None
     assert provider is not None
     use = min(1.0, costs.busy_hours / horizon_hours)
-    lengths = " or ".join(str(m) for m in terms.terms_months)
+    # a term longer than the horizon would pay for months the plan does not need
+    fitting = [m for m in terms.terms_months if m <= months + 0.5]
+    if not fitting:
+        return None
+    lengths = " or ".join(str(m) for m in fitting)
     point = costs.horizon_cost_usd / use / 100  # one point of discount on every hour of the term
     where = (
         f"this plan uses every hour of it, so each point of discount saves ${point:,.0f}"
