@@ -228,7 +228,9 @@ def report(
         f"recommend / sizing alone = {durable['median_ms'] / sizing['median_ms']:.0f}; "
         f"recommend median / this host's yardstick = {durable['median_ms'] / inproc['yardstick_ms']:.2f} "
         f"(bench/yardstick.py, fixed pure-Python work: {inproc['yardstick_ms']:.1f} ms here; hosts of one "
-        "nominal type differ, and this ratio compares runs on two of them). "
+        "nominal type differ, but the yardstick moves more than the engine between runs (28.0 and 15.7 ms "
+        "on two runs a day apart, the engine 15.7 and 13.7 ms), so this ratio is a rough guide: timing two "
+        "commits side by side on one host compares them). "
         "Sizing alone is resolving the workload and its whole-job sizing (memory by component, KV cache, "
         "bound), what a memory calculator answers.",
         "",
