@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from engine.models.kb import Provider
+from engine.planning.economics import HOURS_PER_MONTH
 from engine.planning.ranking import Ranked
 
 MIN_GPUS = 8
 """a node's worth of GPUs: below it a commitment is a smaller decision than the answer's"""
 MIN_MONTHS = 12
 """the shortest term the providers publish"""
-HOURS_PER_MONTH = 730.0
 
 
 def commitment_warning(
@@ -38,11 +38,17 @@ def commitment_warning(
     if option.acquisition != "rent" or option.price_kind != "on_demand" or offer is None:
         return None
     provider = providers.get(offer.provider)
-    terms = provider.commitment if provider is not None else None
     months = horizon_hours / HOURS_PER_MONTH
-    if terms is None or candidate.gpu_count < MIN_GPUS or months < MIN_MONTHS or costs.run_hours is not None:
+    if (
+        provider is None
+        or candidate.gpu_count < MIN_GPUS
+        or months < MIN_MONTHS
+        or costs.run_hours is not None
+    ):
         return None
-    assert provider is not None
+    terms = provider.commitment
+    if terms is None:
+        return None
     use = min(1.0, costs.busy_hours / horizon_hours)
     # a term longer than the horizon would pay for months the plan does not need
     fitting = [m for m in terms.terms_months if m <= months + 0.5]

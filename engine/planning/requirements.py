@@ -209,8 +209,8 @@ def engine_assumptions(job: Job) -> dict[str, float | str]:
         found["decode_host_launch_s"] = round(engine.launch_seconds(job.shape), 4)
         found["decode_host_launch_source"] = (
             "the host launching each layer's kernels, every step, bounds eager decode whatever the GPU "
-            "(a mixture-of-experts layer 1.49 times a dense one); hosts of one GPU type differ about "
-            "twofold (engine/sizing/serving_engines.py)"
+            f"(a mixture-of-experts layer {engine.moe_dispatch_factor:g} times a dense one); hosts of one "
+            "GPU type differ about twofold (engine/sizing/serving_engines.py)"
         )
     found["prefill_flops_share"] = round(prefill_share(job), 3)
     if engine.memory_utilization < 1.0:
