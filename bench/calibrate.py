@@ -22,7 +22,8 @@ data/calibration/h200-2026-11-26.json), `extended` (new shapes: `EXTENDED_RUNS`)
 `80gb` (the 46 runs of data/calibration/h100-2026-11-26.json, for one 80 GB GPU: about 10 minutes),
 `h200` (the 29 runs of data/calibration/h200-2026-11-26-b.json, for one 141 GB GPU: about 5 minutes) or
 `h200-second` (the 22 runs of h200-2026-11-26-c.json: about 3 minutes) or `eager-hosts` (the 7 eager
-decodes of h200-2026-11-27.json and -b.json: about 2 minutes).
+decodes of h200-2026-11-27.json and -b.json: about 2 minutes) or `families` (13 runs of Gemma 2 and 3,
+Phi-3 and Phi-4, SmolLM3, gpt-oss and DeepSeek-V2, for one 141 GB GPU: `FAMILY_RUNS`).
 A run spec is `MODEL:METHOD[:OPTION]...`, fields separated by colons, options in any order, each at
 most once:
 
@@ -475,6 +476,32 @@ machines the same morning: about 2 minutes): a mixture-of-experts model at batch
 Qwen3 and Llama at batch 1 and 4, each with a profiled decode forward (its kernels and the GPU's busy
 time). Run it on two machines, or twice an hour apart, to see the host's spread."""
 
+FAMILY_RUNS = _runs(
+    "gemma-3-1b:full:b8:s2048",
+    "gemma-2-2b:full:b4:s2048:ckpt",
+    "phi-4-mini:full:b4:s2048:ckpt",
+    "phi-4:lora:b2:s2048:r16:ckpt",
+    "gemma-2-9b:lora:b2:s2048:r16:ckpt",
+    "gemma-2-9b:decode:eager:b1:p128:n64",
+    "gemma-2-9b:decode:eager:b8:p1024:n32",
+    "phi-4:decode:eager:b1:p128:n64",
+    "phi-4:decode:eager:b8:p1024:n32",
+    "gpt-oss-20b:decode:eager:b1:p128:n64",
+    "gpt-oss-20b:decode:eager:b8:p1024:n32",
+    "deepseek-v2-lite:decode:eager:b1:p128:n64",
+    "smollm3-3b:full:b4:s2048:ckpt",
+)
+"""Families the other lists lack, for one H200 (141 GB; about 4 minutes), most telling first:
+Gemma 3 1B fully fine-tuned at 8 x 2,048 tokens without checkpointing (its 262,144-token vocabulary makes
+the fp32 logits and their gradient most of the memory), Gemma 2 2B full with checkpointing (the final-logit
+soft-capping adds logits-sized tensors), Phi-4-mini full (fused q/k/v and gate/up, a 200,064-token
+vocabulary), LoRA on Phi-4 (14.7B, adapters on the fused projections) and on Gemma 2 9B, eager decode of
+Gemma 2 9B (a window on every other layer) and Phi-4 at batch 1 and 8, then mixtures of experts: gpt-oss-20b
+(eager attention and a 128-token window on every other layer; at 8 x 1,024 the prefill's scores are
+materialised) and DeepSeek-V2-Lite (latent attention, shared experts), and SmolLM3 3B full with
+checkpointing. Measured on one H200 in 231 s (data/calibration/h200-2026-11-27-c.json): Gemma 3 1B peaked
+at 128.6 GB, the others at most 74 GB."""
+
 RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
     "default": DEFAULT_RUNS,
     "extended": EXTENDED_RUNS,
@@ -483,6 +510,7 @@ RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
     "h200": H200_RUNS,
     "h200-second": H200_SECOND_RUNS,
     "eager-hosts": EAGER_HOST_RUNS,
+    "families": FAMILY_RUNS,
 }
 
 
@@ -547,16 +575,29 @@ FAMILY_MODEL_TYPES: dict[str, str] = {
     "llama-3": "llama",
     "tinyllama": "llama",
     "smollm2": "llama",
+    "smollm3": "smollm3",
     "mistral": "mistral",
     "mistral-nemo": "mistral",
     "mistral-small": "mistral",
+    "gemma-2": "gemma2",
+    "gemma-3": "gemma3_text",
+    "phi-3": "phi3",
+    "phi-4": "phi3",
 }
-"""KB family to the Hugging Face model type of its dense models."""
+"""KB family to the Hugging Face model type of its dense models. Gemma 3 is built as its language model
+(`gemma3_text`, Gemma3ForCausalLM): the 1B is text-only; the 4B, 12B and 27B hold a vision encoder
+(`extra_params_count`), so they are refused rather than measured without it. Phi-4 and Phi-4-mini are
+published as `phi3` (fused q/k/v and gate/up projections)."""
 
-FAMILY_MOE_MODEL_TYPES: dict[str, str] = {"qwen3": "qwen3_moe", "mixtral": "mixtral"}
+FAMILY_MOE_MODEL_TYPES: dict[str, str] = {
+    "qwen3": "qwen3_moe",
+    "mixtral": "mixtral",
+    "gpt-oss": "gpt_oss",
+    "deepseek-v2": "deepseek_v2",
+}
 """KB family to the Hugging Face model type of its mixture-of-experts models (KB `n_experts` set)."""
 
-_QK_NORM_TYPES = {"qwen3", "qwen3_moe"}
+_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3_text"}
 _REQUIRED_ARCHITECTURE = (
     "n_layers",
     "hidden_size",
@@ -568,7 +609,43 @@ _REQUIRED_ARCHITECTURE = (
     "max_position_embeddings",
     "tie_word_embeddings",
 )
-_SLIDING_WINDOW_TYPES = {"mistral", "mixtral"}
+_SLIDING_WINDOW_TYPES = {"mistral", "mixtral", "phi3"}
+"""Model types whose one `sliding_window` applies to every layer."""
+_LAYER_PATTERNS: dict[str, int] = {"gemma2": 2, "gemma3_text": 6, "gpt_oss": 2}
+"""Model types with a window on some layers only: every k-th layer (the k-th, 2k-th...) attends to the
+whole context, the others to the window, as the config classes lay out `layer_types` by default (Gemma 2
+and gpt-oss alternate from a local layer 0; Gemma 3 has five local layers to a global one)."""
+_FOUR_NORM_TYPES = {"gemma2", "gemma3_text"}
+"""RMSNorms before and after attention and before and after the MLP (KB `norms_per_layer: 4`)."""
+_GELU_TYPES = {"gemma2", "gemma3_text"}
+"""GeGLU MLPs: the gate goes through tanh-approximated GELU (config `hidden_activation`), not SiLU."""
+_HEAD_DIM_DERIVED_TYPES = {"qwen2", "phi3", "smollm3"}
+"""Config classes without `head_dim`: the model takes hidden_size / heads, so a KB head_dim must equal it."""
+_ATTENTION_BIAS_TYPES = {"qwen3", "qwen3_moe", "llama", "smollm3", "gemma2", "gemma3_text", "gpt_oss"}
+"""Config classes whose `attention_bias` puts a bias on all of q, k, v and o."""
+_NO_ATTENTION_BIAS_TYPES = {"mistral", "mixtral", "phi3", "deepseek_v2"}
+"""Model types built without attention biases whatever the config says (DeepSeek-V2's `attention_bias`
+would bias the latent and output projections but not the queries)."""
+_MLP_BIAS_TYPES = {"llama", "smollm3"}
+_NO_MLP_BIAS_TYPES = {
+    "mistral",
+    "mixtral",
+    "qwen3",
+    "qwen3_moe",
+    "gemma2",
+    "gemma3_text",
+    "phi3",
+    "deepseek_v2",
+}
+"""Model types built without MLP biases (DeepSeek-V2's routed experts have none whatever `mlp_bias` says)."""
+_MLA_TYPES = {"deepseek_v2"}
+"""Multi-head latent attention, shared experts and dense first layers (`moe_layers`): DeepSeek-V2."""
+ATTENTION_IMPLEMENTATIONS: dict[str, str] = {"gpt_oss": "eager"}
+"""The attention each model type is built with where it is not SDPA. transformers 5.17's GptOss has no
+SDPA path (`_supports_sdpa = False`: its per-head attention sinks join the softmax), so it runs eager
+attention, which materialises the batch x heads x queries x keys scores."""
+PHI3_LORA_TARGETS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+"""`LORA_TARGETS` as phi3 names them: q, k and v are one fused projection, gate and up another."""
 
 
 def load_kb_model(model_id: str, kb_root: Path) -> dict[str, Any]:
@@ -633,9 +710,10 @@ def hf_encoder_config_from_kb(entry: Mapping[str, Any]) -> HFConfig:
 def hf_config_from_kb(entry: Mapping[str, Any]) -> HFConfig:
     """The Hugging Face config of a KB model entry: the KB's shapes under the transformers names.
 
-    Values the KB does not hold (RoPE theta and scaling, norm epsilon, token ids) keep transformers'
-    defaults: none of them changes a tensor's shape, so none changes memory or speed. A KB feature the
-    model type cannot express (QK-norm on Llama, a vision encoder, latent attention...) is an
+    Values the KB does not hold (RoPE theta and scaling, norm epsilon, token ids, soft-capping, routing
+    details) keep transformers' defaults, which are the published values of the families built here:
+    none of them changes a tensor's shape, so none changes the weights' memory. A KB feature the model
+    type cannot express (QK-norm on Llama, a vision encoder, latent attention on Qwen3...) is an
     UnsupportedModel error naming the model, not a silently different network. Encoders (`kind:
     encoder`) are built by `hf_encoder_config_from_kb`."""
     if entry.get("kind") == "encoder":
@@ -656,7 +734,14 @@ def hf_config_from_kb(entry: Mapping[str, Any]) -> HFConfig:
     problems = _unsupported_features(entry, model_type)
     if problems:
         raise UnsupportedModel(f"{model_id} ({family}, built as {model_type}): {'; '.join(problems)}")
+    kwargs = _common_kwargs(arch, model_type) | _window_kwargs(arch, model_type)
+    return HFConfig(model_type=model_type, kwargs=kwargs | _moe_kwargs(arch, model_type))
 
+
+def _common_kwargs(arch: Mapping[str, Any], model_type: str) -> dict[str, Any]:
+    """The shapes every decoder has, the MLP's activation and the biases, under `model_type`'s names.
+    Config classes that derive head_dim (`_HEAD_DIM_DERIVED_TYPES`) are not given it, nor is DeepSeek-V2,
+    whose heads are `qk_nope_head_dim + qk_rope_head_dim` wide (`_moe_kwargs`)."""
     kwargs: dict[str, Any] = {
         "vocab_size": arch["vocab_size"],
         "hidden_size": arch["hidden_size"],
@@ -666,20 +751,48 @@ def hf_config_from_kb(entry: Mapping[str, Any]) -> HFConfig:
         "num_key_value_heads": arch["n_kv_heads"],
         "max_position_embeddings": arch["max_position_embeddings"],
         "tie_word_embeddings": bool(arch["tie_word_embeddings"]),
-        "hidden_act": "silu",
     }
-    if model_type != "qwen2":
+    if model_type in _GELU_TYPES:
+        kwargs["hidden_activation"] = "gelu_pytorch_tanh"
+    else:
+        kwargs["hidden_act"] = "silu"
+    if model_type not in _HEAD_DIM_DERIVED_TYPES | _MLA_TYPES:
         kwargs["head_dim"] = arch["head_dim"]
-    if model_type in {"qwen3", "qwen3_moe", "llama"}:
+    if model_type in _ATTENTION_BIAS_TYPES | _MLA_TYPES:
         kwargs["attention_bias"] = bool(arch.get("attention_bias", False))
-    if model_type == "llama":
+    if model_type in _MLP_BIAS_TYPES | _MLA_TYPES:
         kwargs["mlp_bias"] = bool(arch.get("mlp_bias", False))
-    if model_type in {"qwen2", "qwen3", "qwen3_moe"}:
-        kwargs["use_sliding_window"] = False
+    if model_type == "phi3" and arch.get("partial_rotary_factor") is not None:
+        # no KB field yet (Phi-4-mini rotates 96 of its 128 head dimensions); no shape depends on it
+        kwargs["partial_rotary_factor"] = float(arch["partial_rotary_factor"])
+    return kwargs
+
+
+def layer_types(n_layers: int, every: int) -> list[str]:
+    """transformers' `layer_types` with every `every`-th layer global and the others windowed."""
+    return ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n_layers)]
+
+
+def _window_kwargs(arch: Mapping[str, Any], model_type: str) -> dict[str, Any]:
+    """The attention window as `model_type` takes it: none (Qwen, SmolLM3: `use_sliding_window` off),
+    one window on every layer (Mistral, Phi-3), or a window on the layers of `_LAYER_PATTERNS`, whose
+    `layer_types` are written out rather than left to a config class's default."""
+    if model_type in {"qwen2", "qwen3", "qwen3_moe", "smollm3"}:
+        return {"use_sliding_window": False}
     if model_type in _SLIDING_WINDOW_TYPES:
-        kwargs["sliding_window"] = arch.get("sliding_window")
+        return {"sliding_window": arch.get("sliding_window")}
+    every = _LAYER_PATTERNS.get(model_type)
+    if every is not None:
+        return {"sliding_window": arch["sliding_window"], "layer_types": layer_types(arch["n_layers"], every)}
+    return {}
+
+
+def _moe_kwargs(arch: Mapping[str, Any], model_type: str) -> dict[str, Any]:
+    """The experts (and DeepSeek-V2's latent attention) under `model_type`'s names. DeepSeek-V2's dense
+    layers are the first ones (`first_k_dense_replace`: DeepSeek-V2-Lite's layer 0), as in every
+    DeepSeek config; the KB gives only how many layers have experts."""
     if model_type == "qwen3_moe":
-        kwargs |= {
+        return {
             "num_experts": arch["n_experts"],
             "num_experts_per_tok": arch["experts_per_token"],
             "moe_intermediate_size": arch["moe_intermediate_size"],
@@ -687,9 +800,22 @@ def hf_config_from_kb(entry: Mapping[str, Any]) -> HFConfig:
             "mlp_only_layers": [],
             "norm_topk_prob": True,
         }
-    if model_type == "mixtral":
-        kwargs |= {"num_local_experts": arch["n_experts"], "num_experts_per_tok": arch["experts_per_token"]}
-    return HFConfig(model_type=model_type, kwargs=kwargs)
+    if model_type in {"mixtral", "gpt_oss"}:
+        return {"num_local_experts": arch["n_experts"], "num_experts_per_tok": arch["experts_per_token"]}
+    if model_type == "deepseek_v2":
+        return {
+            "n_routed_experts": arch["n_experts"],
+            "num_experts_per_tok": arch["experts_per_token"],
+            "n_shared_experts": arch.get("n_shared_experts") or 0,
+            "moe_intermediate_size": arch["moe_intermediate_size"],
+            "first_k_dense_replace": arch["n_layers"] - (arch.get("moe_layers") or arch["n_layers"]),
+            "kv_lora_rank": arch["kv_lora_rank"],
+            "q_lora_rank": arch.get("q_lora_rank"),
+            "qk_rope_head_dim": arch["qk_rope_head_dim"],
+            "qk_nope_head_dim": arch["qk_nope_head_dim"],
+            "v_head_dim": arch["v_head_dim"],
+        }
+    return {}
 
 
 def _unsupported_features(entry: Mapping[str, Any], model_type: str) -> list[str]:
@@ -704,48 +830,132 @@ def _unsupported_features(entry: Mapping[str, Any], model_type: str) -> list[str
     need(entry.get("kind") == "decoder", f"kind {entry.get('kind')!r}: only decoders are built (causal LM)")
     missing = [key for key in _REQUIRED_ARCHITECTURE if key not in arch]
     need(not missing, f"the architecture lacks {', '.join(missing)}")
-    need(arch.get("mlp") == "gated", f"mlp {arch.get('mlp')!r}: {model_type} has a gated (SwiGLU) MLP")
+    need(arch.get("mlp") == "gated", f"mlp {arch.get('mlp')!r}: {model_type} has a gated MLP")
     need(arch.get("norm") == "rmsnorm", f"norm {arch.get('norm')!r}: {model_type} uses RMSNorm")
     need(arch.get("position_embedding") == "rope", f"positions {arch.get('position_embedding')!r}: not RoPE")
-    need(arch.get("norms_per_layer", 2) == 2, "norms_per_layer other than 2 (pre-norm attention and MLP)")
-    need(not arch.get("extra_params_count"), "a vision encoder (extra_params_count), which is not built")
-    need(arch.get("sliding_window_layers") is None, "sliding_window_layers (a window on some layers only)")
-    mla = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
-    need(all(arch.get(key) is None for key in mla), "multi-head latent attention")
-    need(not arch.get("n_shared_experts"), "shared experts")
-    need(arch.get("moe_layers") in (None, arch.get("n_layers")), "experts on only some layers (moe_layers)")
+    norms = 4 if model_type in _FOUR_NORM_TYPES else 2
+    need(
+        arch.get("norms_per_layer", 2) == norms,
+        f"norms_per_layer other than {norms}: {model_type} has {norms}",
+    )
+    extra = arch.get("extra_params_count")
+    need(
+        not extra,
+        f"a vision encoder and projector ({extra or 0:,} parameters, extra_params_count), which is not "
+        f"built: {model_type} is the language model alone, so a run would measure less than the model holds",
+    )
     qk_norm = bool(arch.get("qk_norm", False))
     need(qk_norm == (model_type in _QK_NORM_TYPES), f"qk_norm {str(qk_norm).lower()}: {model_type} differs")
-    need(
-        model_type in _SLIDING_WINDOW_TYPES or arch.get("sliding_window") is None,
-        f"a sliding window, which {model_type} is not built with here",
-    )
+    problems += _window_problems(arch, model_type)
+    if not missing:
+        problems += _attention_problems(arch, model_type)
+    problems += _expert_problems(arch, model_type)
+    return problems
+
+
+def _window_problems(arch: Mapping[str, Any], model_type: str) -> list[str]:
+    """Where the KB's window (`sliding_window` on `sliding_window_layers` layers, default all) is not
+    the one `model_type` is built with: none, one on every layer, or `_LAYER_PATTERNS`' interleaving."""
+    window, local = arch.get("sliding_window"), arch.get("sliding_window_layers")
+    every = _LAYER_PATTERNS.get(model_type)
+    if every is not None:
+        layers = arch.get("n_layers", 0)
+        expected = layers - layers // every
+        if window is None or local != expected:
+            where = "every layer" if local is None else f"{local} layers"
+            return [
+                f"sliding_window {window} on {where}: {model_type} has one global layer in every {every} "
+                f"and a window on the others ({expected} of {layers})"
+            ]
+        return []
+    if local is not None:
+        return ["sliding_window_layers (a window on some layers only)"]
+    if window is not None and model_type not in _SLIDING_WINDOW_TYPES:
+        return [f"a sliding window, which {model_type} is not built with here"]
+    return []
+
+
+def _attention_problems(arch: Mapping[str, Any], model_type: str) -> list[str]:
+    """Biases, head widths and latent attention that `model_type` would build otherwise than the KB says."""
+    problems: list[str] = []
+
+    def need(condition: bool, what: str) -> None:
+        if not condition:
+            problems.append(what)
+
+    mla = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+    if model_type in _MLA_TYPES:
+        need(all(arch.get(key) is not None for key in mla), f"{model_type} has multi-head latent attention")
+    else:
+        need(all(arch.get(key) is None for key in (*mla, "q_lora_rank")), "multi-head latent attention")
     attention_bias = bool(arch.get("attention_bias", False))
     output_bias = arch.get("attention_output_bias")
     output_bias = attention_bias if output_bias is None else bool(output_bias)
     if model_type == "qwen2":
         need(attention_bias and not output_bias, "qwen2 has q, k, v biases and no output-projection bias")
-        if not missing:
-            need(
-                arch["head_dim"] * arch["n_heads"] == arch["hidden_size"],
-                "qwen2 needs head_dim x heads = hidden",
-            )
     else:
         need(
             output_bias == attention_bias, f"{model_type} has an output-projection bias iff q, k, v have one"
         )
-    if model_type in {"mistral", "mixtral", "qwen3", "qwen3_moe"}:
-        need(not arch.get("mlp_bias"), f"MLP biases, which {model_type} does not have")
-    if model_type in {"mistral", "mixtral"}:
+    if model_type in _HEAD_DIM_DERIVED_TYPES:
+        need(
+            arch["head_dim"] * arch["n_heads"] == arch["hidden_size"],
+            f"{model_type} needs head_dim x heads = hidden",
+        )
+    mlp_bias = bool(arch.get("mlp_bias", False))
+    if model_type in _NO_MLP_BIAS_TYPES:
+        need(not mlp_bias, f"MLP biases, which {model_type} does not have")
+    if model_type == "gpt_oss":
+        need(mlp_bias, "gpt_oss's experts and router have biases (mlp_bias true)")
+    if model_type in _NO_ATTENTION_BIAS_TYPES:
         need(not attention_bias, f"attention biases, which {model_type} does not have")
-    if model_type == "qwen3_moe":
+    return problems
+
+
+def _expert_problems(arch: Mapping[str, Any], model_type: str) -> list[str]:
+    """Mixture-of-experts features `model_type` would build otherwise: expert widths, shared experts,
+    dense layers. Only DeepSeek-V2 has shared experts and dense first layers."""
+    problems: list[str] = []
+
+    def need(condition: bool, what: str) -> None:
+        if not condition:
+            problems.append(what)
+
+    deepseek = model_type in _MLA_TYPES
+    need(deepseek or not arch.get("n_shared_experts"), "shared experts")
+    need(
+        deepseek or arch.get("moe_layers") in (None, arch.get("n_layers")),
+        "experts on only some layers (moe_layers)",
+    )
+    if model_type in {"qwen3_moe", "deepseek_v2"}:
         need(arch.get("moe_intermediate_size") is not None, "an MoE without moe_intermediate_size")
-    if model_type == "mixtral":
+    if model_type in {"mixtral", "gpt_oss"}:
         width = arch.get("moe_intermediate_size")
-        need(width in (None, arch.get("intermediate_size")), "mixtral's experts are intermediate_size wide")
+        need(
+            width in (None, arch.get("intermediate_size")),
+            f"{model_type}'s experts are intermediate_size wide",
+        )
     if arch.get("n_experts") is not None:
         need(arch.get("experts_per_token") is not None, "an MoE without experts_per_token")
     return problems
+
+
+def attention_implementation(model_type: str) -> str:
+    """The attention a model type is built with: SDPA, or where it has none `ATTENTION_IMPLEMENTATIONS`."""
+    return ATTENTION_IMPLEMENTATIONS.get(model_type, "sdpa")
+
+
+def lora_targets(model_id: str, hf: HFConfig) -> tuple[str, ...]:
+    """The modules a LoRA run adapts: q, k, v, o, gate, up and down as `hf.model_type` names them
+    (`PHI3_LORA_TARGETS`). A mixture of experts is an UnsupportedModel: transformers 5.x keeps each
+    layer's experts as 3-D parameters, not Linear modules, so `target_modules` would adapt the attention
+    alone while the advisor sizes adapters on every expert."""
+    if hf.model_type in FAMILY_MOE_MODEL_TYPES.values():
+        raise UnsupportedModel(
+            f"{model_id} (built as {hf.model_type}): LoRA on experts, which transformers keeps as fused "
+            "3-D parameters that peft's target_modules do not reach"
+        )
+    return PHI3_LORA_TARGETS if hf.model_type == "phi3" else LORA_TARGETS
 
 
 def hf_config(model_id: str, kb_root: Path) -> HFConfig:
@@ -879,22 +1089,7 @@ def method_text(
 ) -> str:
     """How every figure of a file was taken, in words (the file's `method`), for the runs it holds."""
     methods = {run["method"] for run in runs}
-    models = ", ".join(dict.fromkeys(run["model"] for run in runs))
-    types = ", ".join(f'"{t}"' for t in dict.fromkeys(model_types[run["model"]] for run in runs))
-    classes = " or ".join(
-        f"`{name}.from_config`"
-        for name, used in (
-            ("AutoModelForCausalLM", methods - {"encode"}),
-            ("AutoModel", methods & {"encode"}),
-        )
-        if used
-    )
-    bullets = [
-        f"Models: {models}, each built from its KB architecture (kb/models/<id>.yaml: the published "
-        f"config.json values) with random weights (`AutoConfig.for_model({types}, ...)`, "
-        f"{classes}, SDPA attention), on the GPU. Values the KB does not hold "
-        "(RoPE theta and scaling, norm epsilon) keep transformers' defaults; none changes a shape."
-    ]
+    bullets = _model_words(runs, model_types)
     if "full_finetune" in methods:
         bullets.append(
             "`full_finetune`: fp32 parameters, `torch.autocast(bfloat16)`, fused `torch.optim.AdamW`, "
@@ -950,6 +1145,38 @@ def method_text(
             "`mfu_6PD_vs_989` = 6 x params x tokens/s / 989e12 (the H100/H200 dense bf16 peak in the KB), "
             "left out where above 1."
         )
+    bullets.append(_device_words(device))
+    return "\n".join(
+        textwrap.fill(bullet, width=100, initial_indent="- ", subsequent_indent="  ", break_on_hyphens=False)
+        for bullet in bullets
+    )
+
+
+def _model_words(runs: Sequence[Mapping[str, Any]], model_types: Mapping[str, str]) -> list[str]:
+    """The `method` bullets on the models: which, how they were built, and what differs by family."""
+    methods = {run["method"] for run in runs}
+    models = ", ".join(dict.fromkeys(run["model"] for run in runs))
+    built_as = {model_types[run["model"]] for run in runs}
+    types = ", ".join(f'"{t}"' for t in dict.fromkeys(model_types[run["model"]] for run in runs))
+    classes = " or ".join(
+        f"`{name}.from_config`"
+        for name, used in (
+            ("AutoModelForCausalLM", methods - {"encode"}),
+            ("AutoModel", methods & {"encode"}),
+        )
+        if used
+    )
+    bullet = (
+        f"Models: {models}, each built from its KB architecture (kb/models/<id>.yaml: the published "
+        f"config.json values) with random weights (`AutoConfig.for_model({types}, ...)`, "
+        f"{classes}, {_attention_words(built_as)}), on the GPU. Values the KB does "
+        "not hold (RoPE theta and scaling, norm epsilon) keep transformers' defaults; none changes a shape."
+    )
+    return [bullet, *_family_words(built_as)]
+
+
+def _device_words(device: Mapping[str, Any]) -> str:
+    """The `method` bullet on the device figures."""
     device_words = []
     if device.get("bf16_matmul_tflops"):
         device_words.append(f"an {MATMUL_N}^3 bf16 matmul ran at {device['bf16_matmul_tflops']:g} TFLOP/s")
@@ -959,11 +1186,31 @@ def method_text(
             "read and written"
         )
     device_words.append("`memory_total_gb` is what the driver reports (total_memory / 1e9)")
-    bullets.append("Device figures: " + "; ".join(device_words) + ".")
-    return "\n".join(
-        textwrap.fill(bullet, width=100, initial_indent="- ", subsequent_indent="  ", break_on_hyphens=False)
-        for bullet in bullets
-    )
+    return "Device figures: " + "; ".join(device_words) + "."
+
+
+def _attention_words(model_types: set[str]) -> str:
+    """The attention the models were built with: SDPA, naming the model types built otherwise."""
+    other = {t: attention_implementation(t) for t in model_types if attention_implementation(t) != "sdpa"}
+    return "SDPA attention" + "".join(f" ({impl} for {t}: no SDPA path)" for t, impl in sorted(other.items()))
+
+
+def _family_words(model_types: set[str]) -> list[str]:
+    """What a reader of the figures must know of the families built otherwise than plainly (transformers
+    5.17): Gemma 2's soft-capping under SDPA, Phi-3's fused projections under LoRA."""
+    words = []
+    if "gemma2" in model_types:
+        words.append(
+            "`gemma2`: SDPA does not apply Gemma 2's attention-logit soft-capping (50; transformers passes "
+            "it to eager, flash and flex attention only), so no batch x heads x seq x seq scores are made; "
+            "the final-logit soft-capping (30) is applied, over the whole logits tensor."
+        )
+    if "phi3" in model_types:
+        words.append(
+            f"`phi3` fuses q, k, v into `qkv_proj` and gate, up into `gate_up_proj`: LoRA adapts "
+            f"{', '.join(PHI3_LORA_TARGETS)}, one adapter pair per fused matrix."
+        )
+    return words
 
 
 def build_document(
@@ -1060,14 +1307,14 @@ class _Baseline:
 
 def _build_model(hf: HFConfig, dtype: Any, auto_class: str = "AutoModelForCausalLM") -> Any:
     """A randomly initialised network of `hf` (a causal LM, or for `auto_class` AutoModel the bare
-    encoder), built directly on the GPU in `dtype` with SDPA attention."""
+    encoder), built directly on the GPU in `dtype` with SDPA attention (`attention_implementation`)."""
     torch, transformers = _import("torch"), _import("transformers")
     config = transformers.AutoConfig.for_model(hf.model_type, **hf.kwargs)
     major, minor = (int(part) for part in re.findall(r"\d+", transformers.__version__)[:2])
     dtype_key = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
     with torch.device("cuda"):
         model = getattr(transformers, auto_class).from_config(
-            config, attn_implementation="sdpa", **{dtype_key: dtype}
+            config, attn_implementation=attention_implementation(hf.model_type), **{dtype_key: dtype}
         )
     wrong = {str(p.dtype) for p in model.parameters() if p.dtype != dtype}
     if wrong:
@@ -1117,6 +1364,7 @@ def measure_training(
     baseline = _Baseline.take(torch)
     torch.manual_seed(0)
     lora = spec.method == "lora"
+    targets = lora_targets(spec.model, hf) if lora else ()
     model = _build_model(hf, torch.bfloat16 if lora else torch.float32)
     model.train()
     _count_warning(spec, entry, sum(p.numel() for p in model.parameters()))
@@ -1129,7 +1377,7 @@ def measure_training(
             r=spec.lora_rank,
             lora_alpha=2 * spec.lora_rank,
             lora_dropout=0.0,
-            target_modules=list(LORA_TARGETS),
+            target_modules=list(targets),
             task_type="CAUSAL_LM",
         )
         model = peft.get_peft_model(model, lora_config)
@@ -1450,7 +1698,8 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         default=["default"],
         metavar="SPEC",
-        help="run specs and list names (default, extended, all, 80gb, h200, h200-second); default: default",
+        help="run specs and list names (default, extended, all, 80gb, h200, h200-second, eager-hosts, "
+        "families); default: default",
     )
     parser.add_argument(
         "--only",

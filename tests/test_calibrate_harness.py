@@ -38,6 +38,7 @@ from bench.calibrate import (
     hf_config,
     hf_config_from_kb,
     load_kb_model,
+    lora_targets,
     main,
     method_text,
     parse_run_spec,
@@ -332,6 +333,30 @@ def test_the_extended_runs_add_the_shapes_asked_for() -> None:
     assert all(hf_config(s.model, KB).model_type in {"llama", "qwen3_moe"} for s in EXTENDED_RUNS)
 
 
+def test_the_families_list_measures_the_new_families_most_telling_first() -> None:
+    """About ten shapes for one H200: Gemma 3 1B's full fine-tune without checkpointing first (its
+    logits dominate), every model buildable from its KB entry, LoRA only where adapters reach every
+    projection (no experts), and the decodes asked for: Gemma 2 9B and Phi-4 at b1/p128/n64 and
+    b8/p1024/n32, and a mixture of experts at batch 1 and 8."""
+    runs = calibrate.RUN_LISTS["families"]
+    assert runs == calibrate.FAMILY_RUNS and 10 <= len(runs) <= 14
+    assert runs[0] == parse_run_spec("gemma-3-1b:full:b8:s2048")
+    check_models_exist(runs, KB)
+    assert not {spec.name for spec in runs} & {
+        spec.name for name, specs in calibrate.RUN_LISTS.items() if name != "families" for spec in specs
+    }
+    for spec in runs:
+        config = hf_config(spec.model, KB)
+        assert config.model_type not in {"qwen3", "qwen2", "llama", "mistral", "qwen3_moe", "mixtral"}
+        if spec.method == "lora":
+            assert lora_targets(spec.model, config)
+    decodes = {(s.model, s.batch, s.prompt, s.new_tokens) for s in runs if s.method == "inference"}
+    for model in ("gemma-2-9b", "phi-4"):
+        assert {(model, 1, 128, 64), (model, 8, 1024, 32)} <= decodes
+    assert {b for m, b, _, _ in decodes if m == "gpt-oss-20b"} == {1, 8}
+    assert all(s.engine in (None, "hf-eager") for s in runs)
+
+
 # KB to Hugging Face config
 
 KB_TO_HF = {
@@ -415,10 +440,10 @@ def test_qwen2_5_is_built_without_head_dim_because_qwen2_derives_it() -> None:
 @pytest.mark.parametrize(
     ("model", "says"),
     [
-        ("gemma-2-9b", "gemma-2-9b: family 'gemma-2' is not supported by bench.calibrate"),
+        ("gpt2-xl", "gpt2-xl: family 'gpt-2' is not supported by bench.calibrate"),
         (
-            "gpt-oss-20b",
-            "gpt-oss-20b: family 'gpt-oss' is not supported by bench.calibrate for mixture-of-experts",
+            "deepseek-v3",
+            "deepseek-v3: family 'deepseek-v3' is not supported by bench.calibrate for mixture-of-experts",
         ),
         ("modernbert-base", "modernbert-base (encoder, built as bert): position_embedding 'rope'"),
         ("mistral-small-3-1", "mistral-small-3-1 (mistral-small, built as mistral): a vision encoder"),
@@ -469,6 +494,282 @@ def test_a_missing_shape_is_named() -> None:
     del entry["architecture"]["head_dim"]
     with pytest.raises(UnsupportedModel, match="the architecture lacks head_dim"):
         hf_config_from_kb(entry)
+
+
+# KB to Hugging Face config: Gemma, Phi, SmolLM3, gpt-oss, DeepSeek-V2
+
+NEW_FAMILIES = {
+    "gemma-2-2b": "gemma2",
+    "gemma-2-9b": "gemma2",
+    "gemma-2-27b": "gemma2",
+    "gemma-3-1b": "gemma3_text",
+    "phi-3-mini": "phi3",
+    "phi-4-mini": "phi3",
+    "phi-4": "phi3",
+    "smollm3-3b": "smollm3",
+    "gpt-oss-20b": "gpt_oss",
+    "gpt-oss-120b": "gpt_oss",
+    "deepseek-v2-lite": "deepseek_v2",
+}
+
+
+def count_params(model_type: str, kw: dict[str, Any]) -> int:
+    """The parameters transformers 5.17 builds from these kwargs, module by module (the figures agree
+    with `sum(p.numel())` of each model built on the meta device): embeddings (and an untied head), the
+    final norm, and per layer the attention, its norms and the MLP or experts."""
+    h, heads, kv = kw["hidden_size"], kw["num_attention_heads"], kw["num_key_value_heads"]
+    head = kw.get("head_dim", h // heads)
+    q, k, inter = heads * head, kv * head, kw["intermediate_size"]
+    attention = 2 * h * q + 2 * h * k + (q + 2 * k + h if kw.get("attention_bias") else 0)
+    norms = (4 if model_type in {"gemma2", "gemma3_text"} else 2) * h
+    norms += 2 * head if model_type == "gemma3_text" else 0
+    mlp = 3 * h * inter + (2 * inter + h if kw.get("mlp_bias") else 0)
+    layers = kw["num_hidden_layers"] * (attention + norms + mlp)
+    if model_type == "gpt_oss":
+        experts = kw["num_local_experts"]
+        expert = 3 * h * inter + 2 * inter + h
+        layers = kw["num_hidden_layers"] * (attention + heads + norms + experts * (expert + h + 1))
+    if model_type == "deepseek_v2":
+        rope, nope, v, rank = (
+            kw[key] for key in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "kv_lora_rank")
+        )
+        latent = (
+            h * heads * (nope + rope) + h * (rank + rope) + rank + rank * heads * (nope + v) + heads * v * h
+        )
+        width, routed = kw["moe_intermediate_size"], kw["n_routed_experts"]
+        moe = routed * h + routed * 3 * h * width + 3 * h * width * kw["n_shared_experts"]
+        dense = kw["first_k_dense_replace"]
+        layers = kw["num_hidden_layers"] * (latent + norms) + dense * mlp
+        layers += (kw["num_hidden_layers"] - dense) * moe
+    embeddings = kw["vocab_size"] * h * (1 if kw["tie_word_embeddings"] else 2)
+    return embeddings + h + layers
+
+
+@pytest.mark.parametrize(("model", "model_type"), NEW_FAMILIES.items())
+def test_a_new_family_is_built_with_exactly_the_parameters_the_model_has(model: str, model_type: str) -> None:
+    """The KB's exact count where it has one. gpt-oss and DeepSeek-V2-Lite have only a rounded published
+    figure (20.9B, 116.8B, 15.7B); their exact counts here are those of the models built on the meta
+    device (transformers 5.17). DeepSeek-V2-Lite's equals the advisor's own module count; gpt-oss's is
+    2,304 (20b) and 6,912 (120b) above it: each layer's attention sinks (one per head) and router biases,
+    which the KB notes leave out."""
+    entry = load_kb_model(model, KB)
+    config = hf_config(model, KB)
+    assert config.model_type == model_type
+    counted = count_params(model_type, config.kwargs)
+    exact = {
+        "gpt-oss-20b": 20_914_757_184,
+        "gpt-oss-120b": 116_829_156_672,
+        "deepseek-v2-lite": 15_706_484_224,
+    }
+    assert counted == entry.get("params_count", exact.get(model))
+    assert round(counted / 1e9, 1) == round(entry["params_b"], 1)
+
+
+@pytest.mark.parametrize("model", NEW_FAMILIES)
+def test_a_new_family_maps_every_kb_shape_to_its_transformers_name(model: str) -> None:
+    arch = load_kb_model(model, KB)["architecture"]
+    kwargs = hf_config(model, KB).kwargs
+    for kb_key, hf_key in KB_TO_HF.items():
+        if hf_key in kwargs:
+            assert kwargs[hf_key] == arch.get(kb_key, False), kb_key
+    assert kwargs["num_hidden_layers"] == arch["n_layers"]
+    assert kwargs["num_key_value_heads"] == arch["n_kv_heads"]
+
+
+def test_gemma_2_is_built_with_geglu_and_a_window_on_every_other_layer() -> None:
+    kwargs = hf_config("gemma-2-2b", KB).kwargs
+    assert kwargs == {
+        "vocab_size": 256000,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "max_position_embeddings": 8192,
+        "tie_word_embeddings": True,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "head_dim": 256,
+        "attention_bias": False,
+        "sliding_window": 4096,
+        "layer_types": ["sliding_attention", "full_attention"] * 13,
+    }
+
+
+def test_gemma_2_agrees_with_the_published_config_json() -> None:
+    """Every kwarg the published gemma-2-9b-it config.json holds has its value; the layer types it leaves
+    to Gemma2Config (a window on layers 0, 2, 4...) are written out, and the head is tied by default."""
+    published = json.loads((HF_FIXTURES / "gemma-2-9b-it.json").read_text(encoding="utf-8"))
+    config = hf_config("gemma-2-9b", KB)
+    assert config.model_type == published["model_type"]
+    written_out = {"layer_types", "tie_word_embeddings"}
+    assert {key: published[key] for key in config.kwargs.keys() - written_out} == {
+        key: value for key, value in config.kwargs.items() if key not in written_out
+    }
+    local = config.kwargs["layer_types"].count("sliding_attention")
+    assert local == load_kb_model("gemma-2-9b", KB)["architecture"]["sliding_window_layers"] == 21
+    assert config.kwargs["layer_types"][0] == "sliding_attention"
+
+
+def test_gemma_3_1b_has_five_local_layers_to_a_global_one_and_qk_norm() -> None:
+    arch = load_kb_model("gemma-3-1b", KB)["architecture"]
+    config = hf_config("gemma-3-1b", KB)
+    assert config.model_type == "gemma3_text"
+    types = config.kwargs["layer_types"]
+    assert [i for i, t in enumerate(types) if t == "full_attention"] == [5, 11, 17, 23]
+    assert types.count("sliding_attention") == arch["sliding_window_layers"] == 22
+    assert (config.kwargs["sliding_window"], config.kwargs["vocab_size"]) == (512, 262144)
+    assert config.kwargs["hidden_activation"] == "gelu_pytorch_tanh"
+    assert "hidden_act" not in config.kwargs
+
+
+@pytest.mark.parametrize(("model", "extra"), [("gemma-3-4b", 419_816_304), ("gemma-3-12b", 421_290_864)])
+def test_a_gemma_3_with_a_vision_encoder_is_refused_naming_it(model: str, extra: int) -> None:
+    """The language model could be built (gemma3_text), but a run named for the model would then
+    measure without the vision tower the KB counts in it and a plan holds in memory."""
+    with pytest.raises(UnsupportedModel) as refused:
+        hf_config(model, KB)
+    says = str(refused.value)
+    assert says.startswith(f"{model} (gemma-3, built as gemma3_text): a vision encoder and projector")
+    assert f"{extra:,} parameters" in says
+
+
+@pytest.mark.parametrize("model", ["phi-3-mini", "phi-4-mini", "phi-4"])
+def test_phi_is_built_as_phi3_without_head_dim_or_biases(model: str) -> None:
+    """Phi3Config has no head_dim (the model takes hidden / heads, which the KB's head_dim equals) and
+    no bias switch; no window is set, as the KB records none."""
+    arch = load_kb_model(model, KB)["architecture"]
+    kwargs = hf_config(model, KB).kwargs
+    assert not {"head_dim", "attention_bias", "mlp_bias", "layer_types"} & kwargs.keys()
+    assert kwargs["hidden_size"] // kwargs["num_attention_heads"] == arch["head_dim"]
+    assert kwargs["sliding_window"] is None
+    assert kwargs["hidden_act"] == "silu"
+
+
+def test_phi_4_mini_rotates_part_of_each_head_only_where_the_kb_says_so() -> None:
+    """No KB field holds Phi-4-mini's partial_rotary_factor (0.75) yet; no shape depends on it."""
+    assert "partial_rotary_factor" not in hf_config("phi-4-mini", KB).kwargs
+    entry = load_kb_model("phi-4-mini", KB)
+    entry["architecture"]["partial_rotary_factor"] = 0.75
+    assert hf_config_from_kb(entry).kwargs["partial_rotary_factor"] == 0.75
+
+
+def test_smollm3_is_built_without_a_window_and_derives_its_head_dim() -> None:
+    kwargs = hf_config("smollm3-3b", KB).kwargs
+    assert kwargs["use_sliding_window"] is False
+    assert "head_dim" not in kwargs
+    assert (kwargs["attention_bias"], kwargs["mlp_bias"], kwargs["tie_word_embeddings"]) == (
+        False,
+        False,
+        True,
+    )
+
+
+def test_gpt_oss_is_built_with_its_experts_biases_and_alternating_window() -> None:
+    kwargs = hf_config("gpt-oss-20b", KB).kwargs
+    assert (kwargs["num_local_experts"], kwargs["num_experts_per_tok"]) == (32, 4)
+    assert (kwargs["head_dim"], kwargs["attention_bias"], kwargs["sliding_window"]) == (64, True, 128)
+    assert kwargs["layer_types"] == ["sliding_attention", "full_attention"] * 12
+
+
+def test_deepseek_v2_lite_is_built_with_latent_attention_shared_experts_and_a_dense_first_layer() -> None:
+    kwargs = hf_config("deepseek-v2-lite", KB).kwargs
+    assert {
+        key: kwargs[key] for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim")
+    } == {
+        "kv_lora_rank": 512,
+        "q_lora_rank": None,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+    }
+    assert (kwargs["n_routed_experts"], kwargs["n_shared_experts"], kwargs["num_experts_per_tok"]) == (
+        64,
+        2,
+        6,
+    )
+    assert (kwargs["moe_intermediate_size"], kwargs["first_k_dense_replace"]) == (1408, 1)
+    assert "head_dim" not in kwargs  # DeepseekV2Config sets it from the rotary part
+
+
+def entry_with(model: str, **changes: Any) -> dict[str, Any]:
+    entry = load_kb_model(model, KB)
+    entry["architecture"] = {**entry["architecture"], **changes}
+    return entry
+
+
+@pytest.mark.parametrize(
+    ("model", "changes", "says"),
+    [
+        (
+            "gemma-2-2b",
+            {"sliding_window_layers": 26},
+            "gemma2 has one global layer in every 2 and a window on the others (13 of 26)",
+        ),
+        (
+            "gemma-2-2b",
+            {"sliding_window": None, "sliding_window_layers": None},
+            "sliding_window None on every layer",
+        ),
+        ("gemma-2-2b", {"norms_per_layer": 2}, "norms_per_layer other than 4"),
+        ("gemma-2-2b", {"mlp_bias": True}, "MLP biases, which gemma2 does not have"),
+        ("gemma-3-1b", {"qk_norm": False}, "qk_norm false: gemma3_text differs"),
+        ("gemma-3-1b", {"sliding_window_layers": 13}, "(22 of 26)"),
+        ("phi-4", {"head_dim": 96}, "phi3 needs head_dim x heads = hidden"),
+        ("phi-4", {"attention_bias": True}, "attention biases, which phi3 does not have"),
+        ("phi-4", {"sliding_window_layers": 20, "sliding_window": 2047}, "a window on some layers only"),
+        ("smollm3-3b", {"sliding_window": 4096}, "a sliding window, which smollm3 is not built with"),
+        ("gpt-oss-20b", {"mlp_bias": False}, "gpt_oss's experts and router have biases"),
+        ("gpt-oss-20b", {"moe_intermediate_size": 1440}, "gpt_oss's experts are intermediate_size wide"),
+        ("deepseek-v2-lite", {"kv_lora_rank": None}, "deepseek_v2 has multi-head latent attention"),
+        ("deepseek-v2-lite", {"attention_bias": True}, "attention biases, which deepseek_v2 does not have"),
+        ("deepseek-v2-lite", {"moe_intermediate_size": None}, "an MoE without moe_intermediate_size"),
+    ],
+)
+def test_a_new_familys_feature_the_model_type_cannot_express_is_refused(
+    model: str, changes: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(UnsupportedModel) as refused:
+        hf_config_from_kb(entry_with(model, **changes))
+    assert str(refused.value).startswith(f"{model} (")
+    assert says in str(refused.value)
+
+
+def test_shared_experts_and_dense_layers_are_still_refused_outside_deepseek() -> None:
+    entry = {**qwen3_8b_with(n_experts=64, experts_per_token=4, moe_intermediate_size=768), "family": "qwen3"}
+    for changes, says in (({"n_shared_experts": 2}, "shared experts"), ({"moe_layers": 30}, "moe_layers")):
+        with pytest.raises(UnsupportedModel, match=says):
+            hf_config_from_kb({**entry, "architecture": {**entry["architecture"], **changes}})
+
+
+def test_lora_adapts_phis_fused_projections_and_is_refused_on_experts() -> None:
+    assert lora_targets("phi-4", hf_config("phi-4", KB)) == (
+        "qkv_proj",
+        "o_proj",
+        "gate_up_proj",
+        "down_proj",
+    )
+    assert lora_targets("gemma-2-9b", hf_config("gemma-2-9b", KB)) == calibrate.LORA_TARGETS
+    for model in ("gpt-oss-20b", "deepseek-v2-lite", "qwen3-30b-a3b"):
+        with pytest.raises(UnsupportedModel, match=f"{model} .*LoRA on experts"):
+            lora_targets(model, hf_config(model, KB))
+
+
+def test_gpt_oss_alone_is_built_with_eager_attention() -> None:
+    """transformers 5.17's GptOss refuses SDPA (its attention sinks); every other type here has it."""
+    assert calibrate.attention_implementation("gpt_oss") == "eager"
+    others = {hf_config(model, KB).model_type for model in NEW_FAMILIES} - {"gpt_oss"}
+    assert {calibrate.attention_implementation(t) for t in others} == {"sdpa"}
+
+
+def test_the_method_text_says_what_differs_for_the_new_families() -> None:
+    runs = [{"model": "gemma-2-9b", "method": "lora"}, {"model": "gpt-oss-20b", "method": "inference"}]
+    runs.append({"model": "phi-4", "method": "lora"})
+    types = {"gemma-2-9b": "gemma2", "gpt-oss-20b": "gpt_oss", "phi-4": "phi3"}
+    text = " ".join(method_text(runs, types, {}).split())
+    assert "SDPA attention (eager for gpt_oss: no SDPA path)" in text
+    assert "does not apply Gemma 2's attention-logit soft-capping" in text
+    assert "LoRA adapts qkv_proj, o_proj, gate_up_proj, down_proj" in text
+    plain = " ".join(method_text([runs[0]], {"gemma-2-9b": "qwen3"}, {}).split())
+    assert "SDPA attention)" in plain and "soft-capping" not in plain
 
 
 # Figures
@@ -716,16 +1017,16 @@ def test_a_failed_run_is_recorded_and_the_next_runs_go_on(monkeypatch: pytest.Mo
     fake = FakeTorch()
     monkeypatch.setattr(calibrate, "_import", lambda name: fake)
     monkeypatch.setattr(calibrate, "measure_training", fake_training)
-    runs = resolve_runs(["qwen3-0-6b:full:b8:s2048", "gemma-2-9b:full:s2048", "qwen3-1-7b:full:b4:s2048"])
+    runs = resolve_runs(["qwen3-0-6b:full:b8:s2048", "gpt2-xl:full:s2048", "qwen3-1-7b:full:b4:s2048"])
     measured, failures, types = calibrate.measure_runs(runs, KB, None)
     assert measured == [{"model": "qwen3-1-7b", "method": "full_finetune", "measured": True}]
     assert failures == [
         Failure("qwen3-0-6b:full:b8:s2048", "RuntimeError: CUDA out of memory. Tried to allocate 9.28 GiB"),
         Failure(
-            "gemma-2-9b:full:b1:s2048",
-            "UnsupportedModel: gemma-2-9b: family 'gemma-2' is not supported by bench.calibrate; "
-            "supported families: llama-2, llama-3, mistral, mistral-nemo, mistral-small, qwen2.5, qwen3, "
-            "smollm2, tinyllama",
+            "gpt2-xl:full:b1:s2048",
+            "UnsupportedModel: gpt2-xl: family 'gpt-2' is not supported by bench.calibrate; "
+            "supported families: gemma-2, gemma-3, llama-2, llama-3, mistral, mistral-nemo, mistral-small, "
+            "phi-3, phi-4, qwen2.5, qwen3, smollm2, smollm3, tinyllama",
         ),
     ]
     assert types == {"qwen3-1-7b": "qwen3"}

@@ -66,6 +66,7 @@ GEMMA_2_9B: dict[str, Any] = {
     "rms_norm_eps": 1e-06,
     "max_position_embeddings": 8192,
     "sliding_window": 4096,
+    "final_logit_softcapping": 30.0,
     "vocab_size": 256000,
     "torch_dtype": "float32",
 }
@@ -84,6 +85,7 @@ def test_a_kb_models_config_sizes_as_the_kb_does(kb: KB, config: dict[str, Any],
     assert total_params(shape) == total_params(expected) == model.params_count
     assert kv_cache_bytes_per_token(shape) == kv_cache_bytes_per_token(expected)
     assert shape.windowed_layers == expected.windowed_layers
+    assert shape.final_logit_softcapping == expected.final_logit_softcapping
 
 
 def test_the_keys_used_are_listed_and_the_rest_ignored(advisor: Advisor) -> None:

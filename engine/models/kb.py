@@ -545,6 +545,11 @@ class Architecture(TransformerDims):
         2,
         description="norm modules per layer: 2 for pre-LN (Llama), 4 for Gemma-2 (pre/post attn and MLP)",
     )
+    final_logit_softcapping: Annotated[float, Field(gt=0)] | None = Field(
+        None,
+        description="the logits are soft-capped, cap x tanh(logits / cap) (Gemma 2: 30); training keeps the "
+        "tanh's output beside the logits",
+    )
     n_experts: Annotated[int, Field(ge=1)] | None = Field(None, description="MoE: experts per layer")
     experts_per_token: Annotated[int, Field(ge=1)] | None = Field(
         None, description="MoE: experts each token is routed to"

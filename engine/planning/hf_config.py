@@ -173,7 +173,8 @@ def _tied_embeddings(
 
 
 def _layer_extras(r: _Reader, arch: dict[str, object], kind_name: str, encoder: bool) -> None:
-    """Biases, an encoder's token types and pooler, QK norms and a fourth norm per layer."""
+    """Biases, an encoder's token types and pooler, QK norms, a fourth norm per layer and soft-capped
+    logits."""
     bias = r.take("attention_bias")
     if kind_name in QKV_BIAS_ONLY:
         arch["attention_bias"], arch["attention_output_bias"] = True, False
@@ -190,6 +191,10 @@ def _layer_extras(r: _Reader, arch: dict[str, object], kind_name: str, encoder: 
         arch["qk_norm"] = True
     if kind_name in FOUR_NORMS:
         arch["norms_per_layer"] = 4
+    cap = (r.c.model_extra or {}).get("final_logit_softcapping")  # Gemma 2: 30.0; its memory in training
+    if isinstance(cap, int | float) and not isinstance(cap, bool) and 0 < cap < 1e6:
+        arch["final_logit_softcapping"] = float(cap)
+        r.used.append(r.prefix + "final_logit_softcapping")
 
 
 def _attention(r: _Reader, arch: dict[str, object], heads: int, kv_heads: int, hidden: int) -> None:

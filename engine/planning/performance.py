@@ -106,28 +106,37 @@ class DecodeWork:
     step_bytes: float
     """weights and KV cache read per step by one replica (all its GPUs together)"""
     weight_bytes: float
-    """the weights of `step_bytes`: what a forward pass over the prompts reads at the least"""
+    """the weights of `step_bytes`"""
+    prompt_weight_bytes: float
+    """the weights a forward pass over the prompts reads at the least: every expert the prompts' tokens
+    visit, all of them once a few hundred tokens are read, where a decode step reads those of one token
+    a sequence"""
     flops_per_token: float
     prefill_flops_per_token: float
     """a prompt token's forward FLOPs, attention over the prompt included"""
     prompt_tokens: int
 
 
-def decode_work(job: Job, layout: Layout) -> DecodeWork:
-    precision = weight_precision(layout.precision)
-    sequences = micro_batch(job, layout)
+def params_read(job: Job, tokens: int) -> float:
+    """The parameters a forward pass over `tokens` tokens reads: every weight of a dense model; of an
+    MoE, the shared weights and the experts the tokens are expected to visit (`moe_decode_params_read`)."""
     if job.is_moe and not job.shape.is_moe:
         # an MoE given by its counts alone: its shape is dense and stands for the active parameters, so
         # the experts a step reads are estimated as if each token used a share active/total of them,
-        # independently: total x (1 - (1 - share)^sequences), the active count at one sequence and
-        # towards the total as the batch grows (moe_expected_experts' formula with that share)
+        # independently: total x (1 - (1 - share)^tokens), the active count at one token and towards
+        # the total as the tokens grow (moe_expected_experts' formula with that share)
         share = job.active_params / job.params
-        read_params = job.params * (1.0 - (1.0 - share) ** sequences)
-    else:
-        read_params = moe_decode_params_read(job.shape, sequences) * job.params / total_params(job.shape)
+        return job.params * (1.0 - (1.0 - share) ** tokens)
+    return moe_decode_params_read(job.shape, tokens) * job.params / total_params(job.shape)
+
+
+def decode_work(job: Job, layout: Layout) -> DecodeWork:
+    precision = weight_precision(layout.precision)
+    sequences = micro_batch(job, layout)
     kv_per_token = kv_cache_bytes_per_token(job.shape, kv_dtype(job, layout.precision))
     context = job.context_tokens
-    weight_bytes = read_params * weight_bytes_per_param(precision)
+    per_param = weight_bytes_per_param(precision)
+    weight_bytes = params_read(job, sequences) * per_param
     step_bytes = decode_bytes_per_step(
         weight_bytes,
         0.0 if job.reads_only else kv_per_token * context,
@@ -140,6 +149,7 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
         sequences=sequences,
         step_bytes=step_bytes,
         weight_bytes=weight_bytes,
+        prompt_weight_bytes=params_read(job, sequences * prompt) * per_param if job.is_moe else weight_bytes,
         flops_per_token=forward_flops_per_token(matmul_params(job)),
         # attention: 2 x seq x q_dim per layer for the scores and as much again for their sum of the
         # values (4 L s q a token, FlashAttention's count), halved under the causal mask; the formula's
@@ -199,7 +209,7 @@ def inference_speed(
     compute_rate = peak * ways * prefill_share(job) / work.prefill_flops_per_token
     batch_prompts = work.sequences * work.prompt_tokens  # read in one forward pass
     bandwidth = gpu.memory_bandwidth_gbs * GB * ways
-    launch = _prefill_launch(job, work.weight_bytes / bandwidth)
+    launch = _prefill_launch(job, work.prompt_weight_bytes / bandwidth)
     bandwidth *= engine.bandwidth_efficiency
     prefill_rate = batch_prompts / max(launch, batch_prompts / compute_rate + all_reduces(batch_prompts))
     first_token = max(launch, work.prompt_tokens / compute_rate + all_reduces(work.prompt_tokens))
@@ -294,7 +304,22 @@ def training_flops(job: Job, layout: Layout) -> float:
         q_dim=shape.q_dim,
         trains_weights=layout.method not in ADAPTER_METHODS,
         checkpointing=layout.checkpointing,
+        masked_layers=masked_attention_layers(job),
     )
+
+
+def masked_attention_layers(job: Job) -> int:
+    """The layers whose attention computes every query-key pair in training: on a Hugging Face stack,
+    those with a sliding window no longer than the sequence (`training_speed.MASKED_ATTENTION_NOTE`);
+    tuned stacks run windows in their attention kernels."""
+    shape = job.shape
+    if (
+        job.training_stack != "huggingface"
+        or shape.sliding_window is None
+        or job.seq_len < shape.sliding_window
+    ):
+        return 0
+    return shape.windowed_layers
 
 
 def trained_params(job: Job, method: str) -> float:

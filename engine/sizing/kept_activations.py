@@ -51,6 +51,12 @@ the model returns (kept by its output), the fp32 log-softmax ``cross_entropy`` k
 that tensor's incoming gradient and the gradient it produces for the fp32 upcast (``ForCausalLMLoss``:
 ``logits = logits.float()``; PyTorch ``_log_softmax_backward_data(grad_output, output)``)."""
 
+SOFTCAP_BYTES_PER_LOGIT = 2.0
+"""What soft-capped logits add per logit (Hugging Face Gemma2ForCausalLM: ``logits / cap``, ``tanh``,
+``x cap``): ``tanh`` keeps its bf16 output for its backward, a second copy of the logits' size beside the
+capped logits the model returns. Gemma 2 2B LoRA at 2 x 4,096 tokens measured 40.1 GB on an H200
+(data/calibration/h200-2026-11-27-d.json), 37.0 GB predicted without this term."""
+
 
 @dataclass(frozen=True, slots=True)
 class TrainedPart:
@@ -121,7 +127,10 @@ def kept_bytes_per_token_layer(
     """Bytes one transformer layer keeps per token for the backward pass (bytes).
 
     Formula (h hidden, q = heads x head_dim, kv = KV heads x head_dim, i the MLP width, c the compute
-    bytes, r the residual bytes): two norms ``2 x (4 + r) h`` (trained RMSNorm) or ``2 x 4 h``; the
+    bytes, r the residual bytes, n the norms a layer has): ``n x (4 + r) h`` (trained RMSNorm) or
+    ``n x 4 h``, n = 2 for a pre-norm layer, 4 for Gemma's, which also normalises the attention's and the
+    MLP's outputs before adding them to the residual stream (Gemma 2 report, arXiv 2408.00118, Sec. 2;
+    each Gemma RMSNorm computes in fp32 as Hugging Face's does); the
     projections' input copies (``3 c h + 2 c h`` when autocast casts an fp32 input per call or PEFT per
     adapter, else ``c h`` each); attention ``c (q + 2 kv) + 2 c q`` plus ``(4 + c)(q + kv)`` for q/k norms;
     a gated MLP ``4 c i``. Qwen3-0.6B fully fine-tuned: ``26 h + 12 q + 10 kv + 8 i`` = 86,016 B.
@@ -132,7 +141,7 @@ def kept_bytes_per_token_layer(
     """
     t = check_positive_int("tensor_parallel", tensor_parallel)
     rms = shape.norm == "rmsnorm"
-    norms = 2 * _norm(shape.hidden_size, part, rms)
+    norms = shape.norms_per_layer * _norm(shape.hidden_size, part, rms)
     attention_in, mlp_in = _projection_inputs(shape, part)
     if moe_layer:
         routed = shape.experts_per_token
@@ -149,19 +158,24 @@ def kept_bytes_per_token_layer(
     return replicated + split / t
 
 
-def loss_bytes_per_token(vocab_size: int, *, fused: bool = False, tensor_parallel: int = 1) -> float:
+def loss_bytes_per_token(
+    vocab_size: int, *, fused: bool = False, tensor_parallel: int = 1, softcapped: bool = False
+) -> float:
     """The logits and the loss's tensors at their peak, per token (bytes).
 
     Formula: ``14 V`` for a Hugging Face causal-LM loss (:data:`STANDARD_LOSS_BYTES_PER_LOGIT`): at
-    Qwen3's 151,936-token vocabulary that is 2.1 MB per token, 35 GB for a batch of 8 x 2,048. A fused
-    linear-cross-entropy (Liger Kernel, Hsu et al. 2024, arXiv 2410.10989, Sec. 3.2) computes the loss
-    chunk by chunk and never materialises the logits: 0 here. Megatron's vocabulary-parallel loss splits
-    the logits over the tensor-parallel GPUs.
+    Qwen3's 151,936-token vocabulary that is 2.1 MB per token, 35 GB for a batch of 8 x 2,048. ``16 V``
+    where the logits are soft-capped (Gemma 2, ``cap x tanh(logits / cap)``): ``tanh`` keeps its 16-bit
+    output for the backward pass beside the capped logits the model returns
+    (:data:`SOFTCAP_BYTES_PER_LOGIT`). A fused linear-cross-entropy (Liger Kernel, Hsu et al. 2024, arXiv
+    2410.10989, Sec. 3.2) computes the loss chunk by chunk and never materialises the logits: 0 here.
+    Megatron's vocabulary-parallel loss splits the logits over the tensor-parallel GPUs.
     """
     v = check_positive_int("vocab_size", vocab_size)
     if fused:
         return 0.0
-    return STANDARD_LOSS_BYTES_PER_LOGIT * v / check_positive_int("tensor_parallel", tensor_parallel)
+    per_logit = STANDARD_LOSS_BYTES_PER_LOGIT + (SOFTCAP_BYTES_PER_LOGIT if softcapped else 0.0)
+    return per_logit * v / check_positive_int("tensor_parallel", tensor_parallel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,4 +236,10 @@ def _per_token(
     head = _norm(shape.hidden_size, part, rms) + (
         part.compute_bytes * shape.hidden_size if part.full else 0.0
     )
-    return per_token, head, loss_bytes_per_token(shape.vocab_size, fused=fused_loss, tensor_parallel=t)
+    loss = loss_bytes_per_token(
+        shape.vocab_size,
+        fused=fused_loss,
+        tensor_parallel=t,
+        softcapped=shape.final_logit_softcapping is not None,
+    )
+    return per_token, head, loss

@@ -113,10 +113,14 @@ class EngineProfile:
     def launch_seconds(self, shape: TransformerShape, *, prefill: bool = False) -> float:
         """host time to launch a forward pass's layers (a decode step's, or with `prefill` a prompt's):
         one layer's dispatch times the layers, QK_NORM_DISPATCH_FACTOR more where QK-norm adds kernels,
-        `moe_dispatch_factor` more for each mixture-of-experts layer"""
+        and each mixture-of-experts layer's experts `moe_dispatch_factor - 1` of a QK-norm layer more.
+        The experts' kernels (routing, sorting, two grouped GEMMs) are the same with or without QK-norm,
+        so they are added to a layer rather than scaling it: a Qwen3 MoE layer is 1.49 dense Qwen3
+        layers, a gpt-oss one (no QK-norm) 1.60 dense Llama-style layers."""
         per_layer = self.prefill_launch_s if prefill else self.layer_dispatch_s
-        layers = shape.n_dense_layers + shape.n_moe_layers * self.moe_dispatch_factor
-        return layers * per_layer * (QK_NORM_DISPATCH_FACTOR if shape.qk_norm else 1.0)
+        layer = QK_NORM_DISPATCH_FACTOR if shape.qk_norm else 1.0
+        experts = (self.moe_dispatch_factor - 1.0) * QK_NORM_DISPATCH_FACTOR
+        return per_layer * (shape.n_layers * layer + shape.n_moe_layers * experts)
 
     def prefill_share(self, *, moe: bool, hidden_size: int) -> float:
         """share of dense peak FLOPS this engine's prompt processing reaches with layers `hidden_size`
@@ -161,8 +165,10 @@ minute apart, launching the same 1,462 kernels with the GPU busy 6.2 and 6.6 ms 
 (h200-2026-11-27-b.json). HF_EAGER_BAND is that spread: a prediction for an eager stack is good to
 within it on whatever host runs it, and no closer."""
 HF_EAGER_BAND = (0.6, 1.75)
-"""predicted / measured decode tokens/s an hf-eager prediction is held to: 41 eager decodes on seven
-machines spread over 0.65-1.70 (data/calibration), the hosts' speed (HF_EAGER_LAYER_DISPATCH_S)"""
+"""predicted / measured decode tokens/s an hf-eager prediction is held to: 50 eager decodes on nine
+machines, nine model families, spread over 0.65-1.72 (data/calibration), the hosts' speed
+(HF_EAGER_LAYER_DISPATCH_S). Mixture-of-experts decodes at batch 16 and more fall outside it
+(data/calibration-open/README.md)."""
 QK_NORM_DISPATCH_FACTOR = 1.22
 """A layer that normalises its queries and keys (Qwen3's QK-norm: two more RMSNorms, each a handful of
 element-wise kernels) takes this much longer to launch: 0.76 against 0.605 ms on one H200 host (1.26),

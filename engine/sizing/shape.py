@@ -78,6 +78,9 @@ class TransformerShape:
     mlp_bias: bool = False
     norms_per_layer: int = 2
     """Norm modules per layer: 2 for pre-LN (Llama), 4 for Gemma-2 (pre/post attention and MLP)."""
+    final_logit_softcapping: float | None = None
+    """``cap x tanh(logits / cap)`` on the output logits (Gemma 2: 30.0); None: the logits are used as
+    computed."""
     final_norm: bool = True
     """A norm after the last layer (pre-LN decoders); post-LN BERT has none."""
     embedding_norm: bool = False
@@ -250,6 +253,11 @@ def _optional_int(arch: Mapping[str, object], key: str) -> int | None:
     return None if value is None else check_positive_int(key, value)
 
 
+def _optional_positive_float(arch: Mapping[str, object], key: str) -> float | None:
+    value = arch.get(key)
+    return None if value is None else check_positive(key, value)
+
+
 def shape_from_architecture(arch: Mapping[str, object], *, kind: str = "decoder") -> TransformerShape:
     """Build a :class:`TransformerShape` from KB ``Architecture`` fields given as a plain mapping.
 
@@ -293,6 +301,7 @@ def shape_from_architecture(arch: Mapping[str, object], *, kind: str = "decoder"
         type_vocab_size=check_non_negative_int("type_vocab_size", arch.get("type_vocab_size", 0)),
         pooler=bool(arch.get("pooler", False)),
         qk_norm=bool(arch.get("qk_norm", False)),
+        final_logit_softcapping=_optional_positive_float(arch, "final_logit_softcapping"),
         extra_params=check_non_negative_int("extra_params_count", arch.get("extra_params_count") or 0),
         **_experts_and_attention_variants(arch),
     )

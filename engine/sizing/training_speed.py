@@ -84,6 +84,18 @@ attention, norms, the loss and communication stay 16-bit and scaling adds casts:
 (pytorch/torchtitan, benchmarks/llama3_h100_202412_torchtitan.md); NeMo reports 'over 1.2x' on 8 H100s;
 FP8-LM (Peng et al. 2023, arXiv 2310.18313) 1.64x for GPT-175B against its own Megatron-LM bf16 run."""
 
+MASKED_ATTENTION_NOTE = (
+    "A layer with a sliding window, trained at sequences as long as its window or longer, attends through "
+    "an explicit mask on a Hugging Face stack: transformers drops the mask only where the keys are fewer "
+    "than the window (masking_utils._ignore_causal_mask_sdpa), and PyTorch's SDPA then runs its "
+    "memory-efficient kernel, which takes a mask but skips no masked block, so the layer computes every "
+    "query-key pair, twice the causal count (PyTorch, torch.nn.functional.scaled_dot_product_attention: "
+    "the flash kernel takes no attn_mask). Mistral 7B LoRA at 8,192 tokens, every layer windowed at 4,096, "
+    "trains 1.21x slower than the causal count predicts and 1.06x with it "
+    "(data/calibration/h200-2026-11-27-d.json)."
+)
+"""Why windowed layers cost full attention on a Hugging Face-class stack (`masked_layers`)."""
+
 
 def training_flops_per_token(
     matmul_params: float,
@@ -93,16 +105,22 @@ def training_flops_per_token(
     q_dim: int,
     trains_weights: bool = True,
     checkpointing: bool = False,
+    masked_layers: int = 0,
 ) -> float:
     """FLOPs one training token costs (FLOP).
 
-    Formula: forward ``f = 2 N + 2 L s q`` (``N`` the active matmul parameters, causal attention);
-    backward ``2 f`` when the weights train, ``f`` when they are frozen (LoRA); ``+ f`` to recompute
-    with full checkpointing. Full training without checkpointing is ``6 N`` plus attention (Kaplan et
-    al. 2020; Transformer Math 101), with it ``8 N`` (Narayanan et al. 2021, Sec. 5.1); LoRA ``4 N``.
+    Formula: forward ``f = 2 N + 2 (L + M) s q`` (``N`` the active matmul parameters, causal attention
+    on ``L`` layers, of which ``M`` attend through an explicit mask and so compute every query-key pair:
+    :data:`MASKED_ATTENTION_NOTE`); backward ``2 f`` when the weights train, ``f`` when they are frozen
+    (LoRA); ``+ f`` to recompute with full checkpointing. Full training without checkpointing is ``6 N``
+    plus attention (Kaplan et al. 2020; Transformer Math 101), with it ``8 N`` (Narayanan et al. 2021,
+    Sec. 5.1); LoRA ``4 N``.
     """
     n = check_positive("matmul_params", matmul_params)
-    attention = 2.0 * check_non_negative_int("n_layers", n_layers) * check_positive_int("seq_len", seq_len)
+    layers = check_non_negative_int("n_layers", n_layers) + check_non_negative_int(
+        "masked_layers", masked_layers
+    )
+    attention = 2.0 * layers * check_positive_int("seq_len", seq_len)
     forward = 2.0 * n + attention * check_non_negative_int("q_dim", q_dim)
     backward = 2.0 * forward if trains_weights else forward
     return forward + backward + (forward if checkpointing else 0.0)
