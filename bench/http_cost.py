@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 
 from bench.http_load import serve
+from bench.inprocess import in_service
 from bench.mix import requests
 from engine.models.request import RecommendRequest
 from engine.recommend import default_advisor, lean
@@ -43,8 +44,9 @@ def process_cpu_s(pid: int) -> float:
 
 
 def in_process_ms(bodies: list[dict[str, Any]], passes: int) -> float:
-    """CPU milliseconds per answer in process (`Advisor.recommend`), after a warm-up pass."""
-    advisor = default_advisor()
+    """CPU milliseconds per answer in process (`Advisor.recommend`), the advisor as a worker serves it
+    (`inprocess.in_service`), after a warm-up pass."""
+    advisor = in_service(default_advisor())
     mix = [RecommendRequest.model_validate(body) for body in bodies]
     for request in mix:
         advisor.recommend(request)
