@@ -666,6 +666,11 @@ class Model(Entity):
     native_precision: EntityId | None = Field(
         None, description="precision id of the released checkpoint (config torch_dtype), e.g. bf16"
     )
+    fp16_overflows: bool = Field(
+        False,
+        description="its activations exceed fp16's range (65,504): it gives inf or NaN computing in fp16 and "
+        "runs in bf16 or fp32 only (cite where this is reported)",
+    )
     architecture: Architecture | None = Field(
         None,
         description="published hyper-parameters; absent: layer sizes are estimated from the parameter count",

@@ -194,6 +194,8 @@ class Job:
     """what that config left unsaid and was taken from its model_type"""
     native_precision: str | None = None
     """the precision the model's checkpoint is released in (its KB entry's, or its config's)"""
+    fp16_overflows: bool = False
+    """its activations exceed fp16's range, so it computes in bf16 or fp32 only (its KB entry's)"""
     fused_loss: bool = False
     """training: a fused linear cross-entropy that never holds the whole batch's logits"""
     engine: ServingEngine = "vllm"
@@ -420,6 +422,7 @@ def job_of(
         config_notes=from_config.notes if from_config else (),
         native_precision=(from_config.native_precision if from_config else None)
         or (model.native_precision if model else None),
+        fp16_overflows=model is not None and model.fp16_overflows,
         fused_loss=workload.fused_loss,
         training_stack=workload.training_stack,
         engine=(workload.serving.engine if workload.serving else None) or "vllm",

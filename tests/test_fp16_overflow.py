@@ -1,0 +1,43 @@
+"""Models whose activations overflow fp16 get no fp16 plan on a GPU (rules/precision/
+no-fp16-for-models-that-overflow-it.yaml): Gemma 3 gives NaN in float16 (Hugging Face transformers issue
+36822) and Unsloth forces gemma3 and gpt_oss out of it (unsloth_zoo FORCE_FLOAT32)."""
+
+from __future__ import annotations
+
+from engine.knowledge.kb import KB
+from engine.models.request import RecommendRequest
+from engine.recommend import Advisor
+
+CHEAPEST_TEN = {"objective": "cheapest", "top_k": 10}
+
+
+def _answer(advisor: Advisor, model: str) -> tuple[list[tuple[str, str]], list[str]]:
+    body = {"workload": {"task": "inference", "model": model}, **CHEAPEST_TEN}
+    answer = advisor.recommend(RecommendRequest.model_validate(body))
+    plans = [(r.gpu, r.precision) for r in answer.recommendations]
+    return plans, [step.rule for step in answer.trace]
+
+
+def test_the_kb_flags_gemma_3_and_gpt_oss(kb: KB) -> None:
+    flagged = sorted(m.id for m in kb.models.values() if m.fp16_overflows)
+    assert flagged == [
+        "gemma-3-12b",
+        "gemma-3-1b",
+        "gemma-3-27b",
+        "gemma-3-4b",
+        "gpt-oss-120b",
+        "gpt-oss-20b",
+    ]
+
+
+def test_a_cheap_gemma_3_answer_has_no_fp16_gpu_where_qwen3s_has(advisor: Advisor, kb: KB) -> None:
+    """The cheapest ten plans for a small model include a V100 in fp16 (no bf16 on Volta); for Gemma 3
+    1B, of the same size class, the V100 is gone and a CPU in fp16 (which computes in fp32) stays."""
+    qwen, qwen_rules = _answer(advisor, "qwen3-1-7b")
+    gemma, gemma_rules = _answer(advisor, "gemma-3-1b")
+    assert any(precision == "fp16" and "v100" in gpu for gpu, precision in qwen)
+    assert "no-fp16-for-models-that-overflow-it" not in qwen_rules
+    assert "no-fp16-for-models-that-overflow-it" in gemma_rules
+    without_bf16 = {gpu for gpu, _ in gemma if "bf16" not in kb.gpus[gpu].native_precisions}
+    assert all(kb.gpus[gpu].gpu_class == "cpu" for gpu in without_bf16)
+    assert ("cpu-x86-64gb", "fp16") in gemma
