@@ -41,3 +41,28 @@ def test_a_cheap_gemma_3_answer_has_no_fp16_gpu_where_qwen3s_has(advisor: Adviso
     without_bf16 = {gpu for gpu, _ in gemma if "bf16" not in kb.gpus[gpu].native_precisions}
     assert all(kb.gpus[gpu].gpu_class == "cpu" for gpu in without_bf16)
     assert ("cpu-x86-64gb", "fp16") in gemma
+
+
+# google/gemma-3-1b-it config.json (kb/models/gemma-3-1b.yaml's values)
+GEMMA_3_1B_CONFIG = {
+    "model_type": "gemma3_text",
+    "hidden_size": 1152,
+    "intermediate_size": 6912,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 1,
+    "head_dim": 256,
+    "num_hidden_layers": 26,
+    "vocab_size": 262144,
+    "max_position_embeddings": 32768,
+    "sliding_window": 512,
+    "rms_norm_eps": 1e-06,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_a_config_of_a_model_type_that_overflows_fp16_is_flagged_as_the_kb_entry_is(advisor: Advisor) -> None:
+    """A request that gives Gemma 3 1B by its config.json, not its KB id, is held to the same rule."""
+    body = {"workload": {"task": "inference", "hf_config": GEMMA_3_1B_CONFIG}, **CHEAPEST_TEN}
+    answer = advisor.recommend(RecommendRequest.model_validate(body))
+    assert "no-fp16-for-models-that-overflow-it" in [step.rule for step in answer.trace]
+    assert all(r.precision != "fp16" or r.gpu.startswith("cpu") for r in answer.recommendations)

@@ -30,6 +30,9 @@ QK_NORM = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"})
 """an RMSNorm over each head's queries and keys (`q_norm`, `k_norm` in the modelling code)"""
 FOUR_NORMS = frozenset({"gemma2", "gemma3", "gemma3_text"})
 """pre and post norms around attention and the MLP"""
+FP16_OVERFLOWS = frozenset({"gemma3", "gemma3_text", "gemma3n", "gpt_oss"})
+"""model types whose activations exceed fp16's range (unsloth_zoo FORCE_FLOAT32; transformers issue 36822),
+as the KB's `fp16_overflows` says of its Gemma 3 and gpt-oss entries"""
 SHARED_EXPERT = frozenset({"llama4", "llama4_text"})
 """one always-on expert per MoE layer that the config does not count (Llama4TextMoe.shared_expert)"""
 TIED_BY_DEFAULT = ENCODERS | {"gpt2", "opt", "gemma", "gemma2", "gemma3", "gemma3_text"}
@@ -54,6 +57,8 @@ class FromHfConfig:
     """what the config did not say and was taken from its model_type"""
     native_precision: str | None = None
     context_length: int | None = None
+    fp16_overflows: bool = False
+    """the model type is one whose activations exceed fp16's range (`FP16_OVERFLOWS`)"""
 
 
 class _Reader:
@@ -139,6 +144,7 @@ def from_hf_config(config: HfConfig) -> FromHfConfig:
         notes=tuple(notes),
         native_precision=_precision(config, c),
         context_length=positions if isinstance(positions, int) else None,
+        fp16_overflows=kind_name in FP16_OVERFLOWS,
     )
 
 

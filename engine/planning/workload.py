@@ -195,7 +195,8 @@ class Job:
     native_precision: str | None = None
     """the precision the model's checkpoint is released in (its KB entry's, or its config's)"""
     fp16_overflows: bool = False
-    """its activations exceed fp16's range, so it computes in bf16 or fp32 only (its KB entry's)"""
+    """its activations exceed fp16's range, so it computes in bf16 or fp32 only (its KB entry's, or its
+    config's model type's)"""
     fused_loss: bool = False
     """training: a fused linear cross-entropy that never holds the whole batch's logits"""
     engine: ServingEngine = "vllm"
@@ -422,7 +423,8 @@ def job_of(
         config_notes=from_config.notes if from_config else (),
         native_precision=(from_config.native_precision if from_config else None)
         or (model.native_precision if model else None),
-        fp16_overflows=model is not None and model.fp16_overflows,
+        fp16_overflows=(from_config is not None and from_config.fp16_overflows)
+        or (model is not None and model.fp16_overflows),
         fused_loss=workload.fused_loss,
         training_stack=workload.training_stack,
         engine=(workload.serving.engine if workload.serving else None) or "vllm",
