@@ -149,7 +149,7 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
         sequences=sequences,
         step_bytes=step_bytes,
         weight_bytes=weight_bytes,
-        prompt_weight_bytes=params_read(job, sequences * prompt) * per_param if job.is_moe else weight_bytes,
+        prompt_weight_bytes=params_read(job, sequences * prompt) * per_param,
         flops_per_token=forward_flops_per_token(matmul_params(job)),
         # attention: 2 x seq x q_dim per layer for the scores and as much again for their sum of the
         # values (4 L s q a token, FlashAttention's count), halved under the causal mask; the formula's
