@@ -176,9 +176,10 @@ and trace steps cite by id (about half the bytes of version 1; docs/api-contract
 def _answer_route(body_type: object, answer: Callable[..., Response], api_version: int) -> Callable[..., Any]:
     """A route taking a `body_type` body and answering it with `answer` on the engine's queue."""
 
-    async def route(
-        body: Any, advisor: CurrentAdvisor, queue: EngineQueue, answer_format: Format = "json"
-    ) -> Response:
+    async def route(body: Any, request: Request, answer_format: Format = "json") -> Response:
+        # The advisor and the engine queue are read here rather than through `Depends`: FastAPI's
+        # dependency solving costs an answer more CPU than the two lookups (bench/http_cost.py).
+        advisor, queue = await current_advisor(request), await engine_queue(request)
         return await queue.run(lambda: answer(advisor, body, answer_format, api_version))
 
     route.__annotations__ = {**route.__annotations__, "body": body_type}  # what FastAPI validates

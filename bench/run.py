@@ -1,4 +1,4 @@
-"""`make bench`: every benchmark in one run (about 9 minutes on 2 cores), written to bench/RESULTS.md.
+"""`make bench`: every benchmark in one run (about 10 minutes on 2 cores), written to bench/RESULTS.md.
 
     .venv/bin/python -m bench.run [--quick]
 
@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import http_cost, http_load, inprocess, mixed_soak
+from bench import http_cost, http_load, inprocess, instructions, mixed_soak
 from bench.faults import FAULTS
 from bench.soak import FULL_SOAK
 
@@ -153,6 +153,33 @@ def bounded_text(bounded: dict[str, Any]) -> str:
     )
 
 
+def instructions_goal(counted: dict[str, float] | str) -> list[str]:
+    """The in-process goal carried to instructions (bench/instructions.py), when they were counted."""
+    if isinstance(counted, str):
+        return []
+    per_answer, limit = counted["instructions_per_answer"], instructions.goal_instructions()
+    return [
+        f"| in-process instructions per answer <= {limit / 1e6:.1f} M (5 ms at the rate of the host "
+        f"where {instructions.REFERENCE_COMMIT} measured {instructions.REFERENCE_MS} ms) "
+        f"| {per_answer / 1e6:.1f} M | {goal(per_answer <= limit)} |"
+    ]
+
+
+def instructions_text(counted: dict[str, float] | str) -> str:
+    if isinstance(counted, str):
+        return f"Instructions per answer: not counted ({counted})."
+    per_answer = counted["instructions_per_answer"]
+    at_reference = per_answer / instructions.REFERENCE_INSTRUCTIONS * instructions.REFERENCE_MS
+    return (
+        f"Instructions per answer (bench/instructions.py: callgrind over one pass of the mix, the same "
+        f"count on any host to within 0.1%): {per_answer / 1e6:.1f} M. {instructions.REFERENCE_COMMIT}, "
+        f"whose median read {instructions.REFERENCE_MS} ms on the host of its day, counts "
+        f"{instructions.REFERENCE_INSTRUCTIONS / 1e6:.1f} M with this interpreter, so on that host this "
+        f"code would answer in about {at_reference:.1f} ms; the rest of the median's distance from 5 ms "
+        "is this host's speed."
+    )
+
+
 def goal(met: bool) -> str:
     return "met" if met else "**missed**"
 
@@ -193,6 +220,7 @@ def report(
         f"| {goal(durable['median_ms'] <= 5)} |",
         f"| in-process recommend p99 <= 15 ms | {durable['p99_ms']:.1f} ms "
         f"| {goal(durable['p99_ms'] <= 15)} |",
+        *instructions_goal(inproc["instructions"]),
         f"| HTTP adds <= 10% to the engine's CPU per answer (`/v2/recommend`; `/recommend`) "
         f"| +{(cost['v2']['ratio'] - 1) * 100:.0f}%; +{(cost['v1']['ratio'] - 1) * 100:.0f}% "
         f"| {goal(cost['v2']['ratio'] <= 1.10)} |",
@@ -233,6 +261,8 @@ def report(
         "commits side by side on one host compares them). "
         "Sizing alone is resolving the workload and its whole-job sizing (memory by component, KV cache, "
         "bound), what a memory calculator answers.",
+        "",
+        instructions_text(inproc["instructions"]),
         "",
         "## Scale (synthetic copies of every GPU and offer; last row: offers only)",
         "",
@@ -314,6 +344,7 @@ def main() -> None:
     began = time.perf_counter()
     rounds, scale_rounds = (3, 1) if args.quick else (100, 2)
     inproc = inprocess.run(rounds, scale_rounds)
+    inproc["instructions"] = instructions.available() or instructions.count()
     seconds, soak_seconds = (1.0, 5.0) if args.quick else (6.0, 75.0)
     http = {
         "sweep": http_load.sweep(seconds),
