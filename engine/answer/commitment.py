@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from engine.models.kb import Provider
-from engine.planning.economics import HOURS_PER_MONTH
 from engine.planning.ranking import Ranked
+from engine.sizing.units import HOURS_PER_MONTH
 
 MIN_GPUS = 8
 """a node's worth of GPUs: below it a commitment is a smaller decision than the answer's"""

@@ -136,24 +136,25 @@ def rejected(rejections: Sequence[Rejection], candidates: Sequence[Candidate] = 
             fewest[key] = min(fewest.get(key, c.option.count), c.option.count)
     # per rule and GPU, its first rejection of hardware the user owns, else with the fewest GPUs
     # (then acquisition): one pass over the search's hundreds of rejections
-    per_rule: dict[str, dict[str, Rejection]] = {}
+    best: dict[tuple[str, str], Rejection] = {}
     for rejection in rejections:
         option = rejection.option
         gpu_id = option.gpu.id
         if fewest and option.count > fewest.get((gpu_id, option.acquisition, option.pricing), option.count):
             continue
-        per_gpu = per_rule.get(rejection.rule)
-        if per_gpu is None:
-            per_gpu = per_rule[rejection.rule] = {}
-        held = per_gpu.get(gpu_id)
+        rule_gpu = (rejection.rule, gpu_id)
+        held = best.get(rule_gpu)
         if held is None or _rejection_order(rejection) < _rejection_order(held):
-            per_gpu[gpu_id] = rejection
+            best[rule_gpu] = rejection
+    per_rule: dict[str, list[Rejection]] = {}
+    for (rule, _), rejection in best.items():
+        per_rule.setdefault(rule, []).append(rejection)
     picked: list[Rejected] = []
     for rule in sorted(per_rule):
         # owned hardware first (what the user asked about by owning it), then the GPUs with the most
         # bandwidth (a sort of GPUs, not of every rejection)
         chosen = sorted(
-            per_rule[rule].values(),
+            per_rule[rule],
             key=lambda r: (
                 r.option.acquisition != "owned",
                 -r.option.gpu.memory_bandwidth_gbs,

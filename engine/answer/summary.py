@@ -67,8 +67,10 @@ def owned_words(top: Sequence[Ranked], rejections: Sequence[Rejection]) -> str:
     most: dict[str, Rejection] = {}
     for rejection in rejections:
         option = rejection.option
+        if option.acquisition != "owned":  # most of the hundreds a search makes: skipped at once
+            continue
         held = most.get(option.gpu.id)
-        if option.acquisition == "owned" and (held is None or option.count > held.option.count):
+        if held is None or option.count > held.option.count:
             most[option.gpu.id] = rejection
     words = []
     for rejection in list(most.values())[:2]:

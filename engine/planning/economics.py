@@ -16,11 +16,11 @@ from engine.sizing.cost import (
     owned_cost_per_hour_usd,
     power_cost_per_hour_usd,
 )
+from engine.sizing.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 DEFAULT_UTILIZATION = 0.7
 """Busy share assumed when the request gives neither a utilization nor the job's length (guide G2,
 'COST PER 1M TOKENS - 7B FP16 INFERENCE (70% utilization, 3-yr life)')."""
-HOURS_PER_MONTH = 730.0
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def _run_cost(
     hourly cost (rent, or an owned option's power) for the run's hours."""
     if acquisition == "buy":
         per_hour = owned_cost_per_hour_usd.unchecked(
-            capex, watts, horizon_years=use.horizon_hours / 8760, usd_per_kwh=use.usd_per_kwh
+            capex, watts, horizon_years=use.horizon_hours / HOURS_PER_YEAR, usd_per_kwh=use.usd_per_kwh
         )
         return per_hour * run_hours
     return hourly * run_hours

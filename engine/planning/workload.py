@@ -32,6 +32,7 @@ from engine.sizing import TransformerShape, estimate_dims_from_params, shape_fro
 from engine.sizing.precision import KvCacheDtype
 from engine.sizing.shape import DEFAULT_VOCAB_SIZE
 from engine.sizing.training_memory import Optimizer
+from engine.sizing.units import HOURS_PER_MONTH
 
 ArchitectureSource = Literal["kb-model", "request", "hf-config", "estimated"]
 TRAINING_TASKS: tuple[Task, ...] = ("pretrain", "full_finetune", "lora", "qlora")
@@ -244,10 +245,6 @@ class Job:
         if self.reads_only:
             return max(1, serving.avg_input_tokens)
         return serving.avg_input_tokens + serving.avg_output_tokens
-
-
-HOURS_PER_MONTH = 730.0
-"""365 x 24 / 12."""
 
 
 def unknown_model(kb: KB, name: str) -> str:

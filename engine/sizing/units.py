@@ -13,6 +13,7 @@ from engine.sizing._checks import check_non_negative
 __all__ = [
     "GB",
     "GIB",
+    "HOURS_PER_MONTH",
     "HOURS_PER_YEAR",
     "SECONDS_PER_HOUR",
     "TB",
@@ -37,6 +38,9 @@ SECONDS_PER_HOUR: float = 3600.0
 
 HOURS_PER_YEAR: float = 365.0 * 24.0
 """8,760 h: a 365-day year, the convention of guide G2's cost code (``365 * 24 * 3600`` seconds)."""
+
+HOURS_PER_MONTH: float = HOURS_PER_YEAR / 12.0
+"""730 h: a twelfth of that year, what a month of rent and a horizon in months are counted in."""
 
 
 def bytes_to_gb(n_bytes: float) -> float:
