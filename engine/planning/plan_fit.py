@@ -52,6 +52,8 @@ class SizingMemo:
     decode_work: dict[Layout, DecodeWork] = field(default_factory=dict)
     training_work: dict[tuple[str, bool], TrainingWork] = field(default_factory=dict)
     usable: dict[str, float] = field(default_factory=dict)
+    too_small: dict[tuple[str, int, float], str] = field(default_factory=dict)
+    """why an option has no plan, by GPU, count and least need: one text for each offer of that kind"""
 
 
 class PlanFit:
@@ -172,6 +174,12 @@ class PlanFit:
         )
 
     def too_small(self, option: Option, least: float) -> str:
-        count = f"{option.count} x " if option.count > 1 else ""
-        room = self.room(option.gpu)
-        return f"needs at least {least / GB:.1f} GB per GPU; {count}{option.gpu.name} {room}"
+        key = (option.gpu.id, option.count, least)
+        found = self.memo.too_small.get(key)
+        if found is None:
+            count = f"{option.count} x " if option.count > 1 else ""
+            room = self.room(option.gpu)
+            found = self.memo.too_small[key] = (
+                f"needs at least {least / GB:.1f} GB per GPU; {count}{option.gpu.name} {room}"
+            )
+        return found

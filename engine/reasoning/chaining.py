@@ -25,7 +25,7 @@ from durable import engine as durable_engine
 from engine.models.rule import Rule, Scalar, facts_in
 from engine.reasoning.compile import BEGIN, READY, SINK, as_fact, compile_rules
 from engine.reasoning.conditions import Facts
-from engine.reasoning.refengine import Firing, Outcome, ReferenceEngine, fire
+from engine.reasoning.refengine import Firing, Outcome, ReferenceEngine, fire, reads_of
 
 RULESET = "rules"
 POOL_SIZE = 8
@@ -140,13 +140,15 @@ class DurableEngine:
                     self._sids.put(sid)
 
     def _action(self, rule: Rule) -> Callable[[Any], None]:
+        reads = reads_of(rule)
+
         def act(c: Any) -> None:
             request = self._requests[c.s.sid]
             if request.error is not None or rule.id in request.fired:
                 return  # one firing per rule, whichever conjunction matched
             try:
                 request.fired.add(rule.id)
-                firing = fire(rule, request.known, len(request.firings) + 1)
+                firing = fire(rule, request.known, len(request.firings) + 1, reads)
                 for name, value in firing.derived.items():
                     c.assert_fact(as_fact(name, value))
                 request.firings.append(firing)

@@ -65,9 +65,14 @@ def holds(when: When, facts: Facts) -> bool:
     return not holds(when.not_, facts)
 
 
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_.]*)\}")
+
+
 def render(message: str, facts: Facts) -> str:
     """Fill `{fact.name}` placeholders with the facts' values."""
-    return re.sub(r"\{([a-z][a-z0-9_.]*)\}", lambda m: _text(facts.get(m.group(1), m.group(0))), message)
+    if "{" not in message:  # most messages have none
+        return message
+    return _PLACEHOLDER.sub(lambda m: _text(facts.get(m.group(1), m.group(0))), message)
 
 
 def _text(value: object) -> str:

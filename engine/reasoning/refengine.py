@@ -43,10 +43,12 @@ class Outcome:
         return frozenset(firing.rule for firing in self.firings)
 
 
-def fire(rule: Rule, known: dict[str, Scalar], step: int) -> Firing:
+def fire(rule: Rule, known: dict[str, Scalar], step: int, reads: tuple[str, ...] | None = None) -> Firing:
     """Apply one firing of `rule`: add its derived facts to `known` (RuleConflict if one contradicts a
-    known fact) and return the trace record. Shared by every engine, so their effects are identical."""
-    matched = {name: known[name] for name, _ in facts_in(rule.when) if name in known}
+    known fact) and return the trace record. Shared by every engine, so their effects are identical.
+    `reads` is `reads_of(rule)`, which an engine works out once per rule rather than per firing."""
+    names = reads_of(rule) if reads is None else reads
+    matched = {name: known[name] for name in names if name in known}
     derived: dict[str, Scalar] = {}
     for action in rule.then:
         if action.derive is None:
@@ -60,9 +62,15 @@ def fire(rule: Rule, known: dict[str, Scalar], step: int) -> Firing:
     return Firing(step, rule.id, MappingProxyType(matched), MappingProxyType(derived), messages)
 
 
+def reads_of(rule: Rule) -> tuple[str, ...]:
+    """The facts a rule's `when` reads, in the order a trace step lists them as matched."""
+    return tuple(name for name, _ in facts_in(rule.when))
+
+
 class ReferenceEngine:
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = tuple(sorted(rules, key=lambda rule: (-rule.priority, rule.id)))
+        self._reads = {rule.id: reads_of(rule) for rule in self.rules}
 
     def run(self, facts: Facts) -> Outcome:
         """Fire rules until none is left whose `when` holds; raise RuleConflict on contradictions."""
@@ -74,7 +82,7 @@ class ReferenceEngine:
             if rule is None:
                 return Outcome(MappingProxyType(known), tuple(firings))
             fired.add(rule.id)
-            firings.append(fire(rule, known, len(firings) + 1))
+            firings.append(fire(rule, known, len(firings) + 1, self._reads[rule.id]))
 
     def close(self) -> None:
         """Nothing to free: the reference engine holds only Python objects."""
