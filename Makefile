@@ -10,5 +10,5 @@ lock:  # re-resolve requirements-*.lock from pyproject.toml (installs the pinned
 	python3 scripts/dev.py lock
 lint:
 	.venv/bin/gpu-advisor kb lint
-bench:  # about 9 minutes on 2 cores; writes bench/RESULTS.md
+bench:  # about 10 minutes on 2 cores; writes bench/RESULTS.md
 	.venv/bin/python -m bench.run
