@@ -171,8 +171,9 @@ def instructions_text(counted: dict[str, float] | str) -> str:
     per_answer = counted["instructions_per_answer"]
     at_reference = per_answer / instructions.REFERENCE_INSTRUCTIONS * instructions.REFERENCE_MS
     return (
-        f"Instructions per answer (bench/instructions.py: callgrind over one pass of the mix, the same "
-        f"count on any host to within 0.1%): {per_answer / 1e6:.1f} M. {instructions.REFERENCE_COMMIT}, "
+        f"Instructions per answer (bench/instructions.py: callgrind over one pass of the mix, a count "
+        f"that does not move with the host's speed or load): {per_answer / 1e6:.1f} M. "
+        f"{instructions.REFERENCE_COMMIT}, "
         f"whose median read {instructions.REFERENCE_MS} ms on the host of its day, counts "
         f"{instructions.REFERENCE_INSTRUCTIONS / 1e6:.1f} M with this interpreter, so on that host this "
         f"code would answer in about {at_reference:.1f} ms; the rest of the median's distance from 5 ms "

@@ -71,9 +71,10 @@ class Option:
     maturity_reasons: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """`training_maturity` / `serving_maturity` -> why its stack is rated so (kb/stacks `maturity`)"""
 
-    @property
+    @cached_property
     def capex_usd(self) -> float:
-        """GPUs x their unit price + hosts x their price, when bought; 0 when rented or owned."""
+        """GPUs x their unit price + hosts x their price, when bought; 0 when rented or owned (kept: the
+        search reads it for every option it screens, and options are shared by every request)."""
         if self.acquisition != "buy":
             return 0.0
         gpus = self.unit_price.price_usd * self.count if self.unit_price else 0.0
@@ -105,7 +106,7 @@ class Option:
         """What the hosts add to the capex: one per node, when bought."""
         return self.host_unit_usd * self.nodes if self.acquisition == "buy" and self.host else 0.0
 
-    @property
+    @cached_property
     def gpus_per_node(self) -> int:
         return self.count // self.nodes
 
