@@ -229,7 +229,6 @@ class Planner:
     def plan_screened(self, option: Option) -> Candidate | Rejection | None:
         """`plan` for an option that has passed `screen`."""
         deadline.check()  # the unit of a search's work: a request past its time limit stops here
-        capacity = _number(option.attrs["vram_per_gpu_gb"])
         usable = self.fit.usable_on(option.gpu)
         first: Rejection | None = None
         rules: set[str] = set()
@@ -244,7 +243,7 @@ class Planner:
             (option.count, option.gpus_per_node, self._as_asked_only, native)
         )
         if known is not None and known > usable:
-            return self._none_fits(option, known, capacity)
+            return self._none_fits(option, known)
         # Specs in preference order: most options take an early one.
         for entry in self.fit.planned(option.count, option.gpus_per_node, native):
             memory = entry.memory or self.fit.sized(entry).memory  # inline check: the hot path
@@ -266,9 +265,9 @@ class Planner:
             return None if first is None else Rejection(option, first.rule, first.reason, frozenset(rules))
         if host_short is not None:
             return Rejection(option, self.checks.fits_rule, self.fit.host_too_small(option, host_short))
-        return self._none_fits(option, self.fit.least(option.count, option.gpus_per_node, native), capacity)
+        return self._none_fits(option, self.fit.least(option.count, option.gpus_per_node, native))
 
-    def _none_fits(self, option: Option, least: float, capacity: float) -> Rejection | None:
+    def _none_fits(self, option: Option, least: float) -> Rejection | None:
         if least == float("inf"):
             return None  # no layout for this many GPUs (no multi-GPU strategy applies)
         return Rejection(option, self.checks.fits_rule, self.fit.too_small(option, least))

@@ -436,6 +436,8 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     formats = asked if planner.as_asked_only and job.task != "qlora" else ("fp8", "bf16")
 
     deadline = job.deadline_hours if balanced else None
+    peaks: dict[str, float] = {}
+    """the highest peak of `formats` per GPU id: the same for every option of that GPU"""
 
     def floor(option: Option) -> float:
         factor = (
@@ -447,7 +449,12 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
         if run_flops is not None:
             # a run's compute at the highest peak its plans may use, on every GPU of the option (a
             # plan adds communication to it, and uses at most that many GPUs)
-            peak = max((p for p in (training_peak_flops(option.gpu, f) for f in formats) if p), default=0)
+            gpu = option.gpu
+            peak = peaks.get(gpu.id)
+            if peak is None:
+                peak = peaks[gpu.id] = max(
+                    (p for p in (training_peak_flops(gpu, f) for f in formats) if p), default=0
+                )
             if peak > 0:
                 hours = run_flops / (option.count * peak * achieved) / 3600.0
                 if option.acquisition == "rent":
