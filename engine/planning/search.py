@@ -73,12 +73,6 @@ class Screened(NamedTuple):
     """per group not rejected as a whole, the cheapest option no filter rejects (when no count or
     budget filter applies)"""
 
-    def rejection(self, group: int, option: int, index: int) -> Rejection:
-        """The rejection a verdict records: the `option`-th option of the `group`-th group by the
-        `index`-th filter."""
-        rule_filter = self.filters[index]
-        return Rejection(self.groups[group][option], rule_filter.rule, rule_filter.message)
-
     def rejections(self) -> list[Rejection]:
         """Every rejection of the screen when no count or budget filter applies, in `search`'s
         order (`_cheapest_passing`'s walk)."""
@@ -344,14 +338,24 @@ def _cheapest_passing(
     filters and then `screen_early` (the count and budget filters); it stands for the group. Every
     rejection on the way goes to `rejected`."""
     cheapest: list[Option] = []
-    for g, (group, verdict) in enumerate(zip(screened.groups, screened.verdicts, strict=True)):
-        if verdict is not None and verdict[0] != NO_FILTER:
-            rejected.append(screened.rejection(g, 0, verdict[0]))
-            continue
+    filters = screened.filters
+    # The hot loop of a search (hundreds of groups, most rejected as a whole): rejections are made here
+    # rather than through a method call each.
+    for group, verdict in zip(screened.groups, screened.verdicts, strict=True):
+        own: tuple[int, ...] | None = None
+        if verdict is not None:
+            shared, own = verdict
+            if shared != NO_FILTER:
+                rule_filter = filters[shared]
+                rejected.append(Rejection(group[0], rule_filter.rule, rule_filter.message))
+                continue
         for o, option in enumerate(group):
-            index = verdict[1][o] if verdict is not None else NO_FILTER
-            screened_out = screened.rejection(g, o, index) if index != NO_FILTER else None
-            if screened_out is None and screen_early is not None:
+            index = NO_FILTER if own is None else own[o]
+            screened_out: Rejection | None = None
+            if index != NO_FILTER:
+                rule_filter = filters[index]
+                screened_out = Rejection(option, rule_filter.rule, rule_filter.message)
+            elif screen_early is not None:
                 screened_out = screen_early(option)
             if screened_out is None:
                 cheapest.append(option)
