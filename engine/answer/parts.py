@@ -119,11 +119,6 @@ def launch_of(c: Candidate, job: Job, providers: Mapping[str, Provider]) -> Laun
     )
 
 
-def _rejection_order(rejection: Rejection) -> tuple[bool, int, str]:
-    option = rejection.option
-    return option.acquisition != "owned", option.count, option.acquisition
-
-
 def rejected(rejections: Sequence[Rejection], candidates: Sequence[Candidate] = ()) -> list[Rejected]:
     """A few notable rejections per rule: distinct GPUs, the highest-bandwidth first (the hardware
     people ask about), so the reader sees what each rule ruled out. A rejection of more GPUs of a kind
@@ -136,18 +131,19 @@ def rejected(rejections: Sequence[Rejection], candidates: Sequence[Candidate] = 
             fewest[key] = min(fewest.get(key, c.option.count), c.option.count)
     # per rule and GPU, its first rejection of hardware the user owns, else with the fewest GPUs
     # (then acquisition): one pass over the search's hundreds of rejections
-    best: dict[tuple[str, str], Rejection] = {}
+    best: dict[tuple[str, str], tuple[tuple[bool, int, str], Rejection]] = {}
     for rejection in rejections:
         option = rejection.option
-        gpu_id = option.gpu.id
-        if fewest and option.count > fewest.get((gpu_id, option.acquisition, option.pricing), option.count):
+        gpu_id, acquisition, count = option.gpu.id, option.acquisition, option.count
+        if fewest and count > fewest.get((gpu_id, acquisition, option.pricing), count):
             continue
         rule_gpu = (rejection.rule, gpu_id)
         held = best.get(rule_gpu)
-        if held is None or _rejection_order(rejection) < _rejection_order(held):
-            best[rule_gpu] = rejection
+        order = (acquisition != "owned", count, acquisition)
+        if held is None or order < held[0]:
+            best[rule_gpu] = (order, rejection)
     per_rule: dict[str, list[Rejection]] = {}
-    for (rule, _), rejection in best.items():
+    for (rule, _), (_, rejection) in best.items():
         per_rule.setdefault(rule, []).append(rejection)
     picked: list[Rejected] = []
     for rule in sorted(per_rule):
