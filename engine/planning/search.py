@@ -440,8 +440,7 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
     formats = asked if planner.as_asked_only and job.task != "qlora" else ("fp8", "bf16")
 
     deadline = job.deadline_hours if balanced else None
-    peaks: dict[str, float] = {}
-    """the highest peak of `formats` per GPU id: the same for every option of that GPU"""
+    peaks: dict[str, float] = {}  # `_highest_peak` per GPU id: the same for every option of the GPU
 
     def floor(option: Option) -> float:
         factor = (
@@ -453,12 +452,9 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
         if run_flops is not None:
             # a run's compute at the highest peak its plans may use, on every GPU of the option (a
             # plan adds communication to it, and uses at most that many GPUs)
-            gpu = option.gpu
-            peak = peaks.get(gpu.id)
+            peak = peaks.get(option.gpu.id)
             if peak is None:
-                peak = peaks[gpu.id] = max(
-                    (p for p in (training_peak_flops(gpu, f) for f in formats) if p), default=0
-                )
+                peak = peaks[option.gpu.id] = _highest_peak(option.gpu, formats)
             if peak > 0:
                 hours = run_flops / (option.count * peak * achieved) / 3600.0
                 if option.acquisition == "rent":
@@ -470,6 +466,11 @@ def measure_floor(planner: Planner, objective: str) -> Callable[[Option], float]
         return least * factor * preference_factor(weight)
 
     return floor
+
+
+def _highest_peak(gpu: Gpu, formats: Sequence[str]) -> float:
+    """The GPU's highest dense peak in any of `formats`, FLOP/s (0 when it has none)."""
+    return max((p for p in (training_peak_flops(gpu, f) for f in formats) if p), default=0.0)
 
 
 def _cost_floor(option: Option, busy_hours: float | None) -> float:
