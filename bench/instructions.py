@@ -3,10 +3,10 @@
 Milliseconds depend on the host. Shared cloud hosts of one nominal type differ by more than twice: the
 commit whose bench read 4.87 ms (78516e8) answers the same mix in 11-13 ms on others, and one host
 moves a figure by 10-30% between two runs a minute apart. An instruction count does not move: the same
-code, KB and mix give the same count run after run (to 0.01% here, busy or idle), since it depends on
-the interpreter and its libraries, not on the host's speed or load. So two commits, or a change and its
-parent, are compared by their counts, and a goal in milliseconds on one host can be carried to another
-by the ratio of two counts.
+code, KB and mix give the same count run after run (to 0.01% here, busy or idle; one run in eight read
+0.3% low), since it depends on the interpreter and its libraries, not on the host's speed or load. So
+two commits, or a change and its parent, are compared by their counts, and a goal in milliseconds on
+one host can be carried to another by the ratio of two counts.
 
 The count covers `Advisor.recommend` over each request of the mix once, after two warm-up passes, with
 the advisor as a worker serves it (warmed, heap settled); start-up is not counted (callgrind collects
@@ -96,9 +96,10 @@ def count(root: Path = PROJECT_ROOT) -> dict[str, float]:
             "-c",
             PASS,
         ]
-        # fixed string hashes (dict and set orders repeat), and the KB parsed rather than read from
-        # its cache: objects unpickled from the cache lie differently in memory, 0.4% more or less
-        env = {**os.environ, "PYTHONHASHSEED": "0", "GPU_ADVISOR_CACHE": "off"}
+        # Fixed string hashes (dict and set orders repeat), the KB parsed rather than read from its
+        # cache, and nothing else in the environment: unpickled objects, or three more variables (a
+        # make's), lay the heap out otherwise, and move a count by 0.3-0.4%.
+        env = {"PATH": os.defpath, "PYTHONHASHSEED": "0", "GPU_ADVISOR_CACHE": "off"}
         child = subprocess.Popen(
             command, cwd=root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
