@@ -22,7 +22,7 @@ from typing import Any
 import durable_rules_engine  # durable's C core
 from durable import engine as durable_engine
 
-from engine.models.rule import Rule, Scalar, facts_in
+from engine.models.rule import Rule, Scalar
 from engine.reasoning.compile import BEGIN, READY, SINK, as_fact, compile_rules
 from engine.reasoning.conditions import Facts
 from engine.reasoning.refengine import Firing, Outcome, ReferenceEngine, fire, reads_of
@@ -88,7 +88,7 @@ class DurableEngine:
         self._requests: dict[str, _Request] = {}
         # Only facts some rule reads are asserted: the others cannot match a pattern (all facts stay
         # readable by actions through `known`).
-        self._read = frozenset(name for rule in rules for name, _ in facts_in(rule.when))
+        self._read = frozenset(name for rule in rules for name in reads_of(rule))
         self._sids: queue.Queue[str] = queue.Queue()
         for sid in distinct_hash_sids(POOL_SIZE):
             self._sids.put(sid)

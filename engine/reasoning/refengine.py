@@ -43,12 +43,11 @@ class Outcome:
         return frozenset(firing.rule for firing in self.firings)
 
 
-def fire(rule: Rule, known: dict[str, Scalar], step: int, reads: tuple[str, ...] | None = None) -> Firing:
+def fire(rule: Rule, known: dict[str, Scalar], step: int, reads: tuple[str, ...]) -> Firing:
     """Apply one firing of `rule`: add its derived facts to `known` (RuleConflict if one contradicts a
     known fact) and return the trace record. Shared by every engine, so their effects are identical.
     `reads` is `reads_of(rule)`, which an engine works out once per rule rather than per firing."""
-    names = reads_of(rule) if reads is None else reads
-    matched = {name: known[name] for name in names if name in known}
+    matched = {name: known[name] for name in reads if name in known}
     derived: dict[str, Scalar] = {}
     for action in rule.then:
         if action.derive is None:
