@@ -23,7 +23,9 @@ data/calibration/h200-2026-11-26.json), `extended` (new shapes: `EXTENDED_RUNS`)
 `h200` (the 29 runs of data/calibration/h200-2026-11-26-b.json, for one 141 GB GPU: about 5 minutes) or
 `h200-second` (the 22 runs of h200-2026-11-26-c.json: about 3 minutes) or `eager-hosts` (the 7 eager
 decodes of h200-2026-11-27.json and -b.json: about 2 minutes) or `families` (13 runs of Gemma 2 and 3,
-Phi-3 and Phi-4, SmolLM3, gpt-oss and DeepSeek-V2, for one 141 GB GPU: `FAMILY_RUNS`).
+Phi-3 and Phi-4, SmolLM3, gpt-oss and DeepSeek-V2, for one 141 GB GPU: `FAMILY_RUNS`) or `breadth` (23 runs
+of Mixtral, Qwen2.5, Llama 2, TinyLlama, Mistral Small, Gemma 2 27B and four encoders, with accumulation and
+32,768-token LoRA, for one 141 GB GPU: `BREADTH_RUNS`).
 A run spec is `MODEL:METHOD[:OPTION]...`, fields separated by colons, options in any order, each at
 most once:
 
@@ -502,6 +504,38 @@ materialised) and DeepSeek-V2-Lite (latent attention, shared experts), and SmolL
 checkpointing. Measured on one H200 in 231 s (data/calibration/h200-2026-11-27-c.json): Gemma 3 1B peaked
 at 128.6 GB, the others at most 74 GB."""
 
+BREADTH_RUNS = _runs(
+    "mixtral-8x7b:decode:b1:n32",
+    "mixtral-8x7b:decode:b8:n32",
+    "qwen2-5-0-5b:full:b8:s2048",
+    "tinyllama-1-1b:full:b8:s2048:ckpt",
+    "llama-2-7b:lora:b4:s4096:ckpt",
+    "mistral-small-3:lora:b1:s4096:ckpt",
+    "gemma-2-27b:lora:b1:s2048:ckpt",
+    "qwen3-1-7b:full:b2:s2048:ga4",
+    "qwen3-4b:full:b2:s8192:ckpt",
+    "llama-2-7b:decode:b16:p512:n64",
+    "qwen3-14b:decode:b8:p2048:n32",
+    "bert-large:encode:b64:s512",
+    "distilbert-base:encode:b512:s128",
+    "all-mpnet-base-v2:encode:b256:s384",
+    "roberta-base:encode:b256:s256",
+    "llama-3-2-3b:lora:b8:s2048",
+    "qwen3-0-6b:lora:b16:s1024",
+    "qwen2-5-1-5b:full:b4:s4096:ckpt",
+    "llama-2-13b:lora:b2:s2048",
+    "mistral-small-3:decode:b4:p1024:n32",
+    "qwen2-5-0-5b:decode:b64",
+    "qwen2-5-32b:lora:b1:s4096:ckpt",
+    "qwen3-8b:lora:b1:s32768:ckpt",
+)
+"""Models and shapes no other list measures, for one H200 (141 GB; about 5 minutes): a mixture of
+eight wide experts (Mixtral 8x7B, 93 GB in bf16) at batch 1 and 8; full fine-tuning of narrow models
+with large vocabularies (Qwen2.5 0.5B and 1.5B, TinyLlama) and with gradient accumulation; LoRA from 3B to
+32B (Llama 2 7B and 13B, Mistral Small 24B, Gemma 2 27B, Qwen2.5 32B) and at 32,768 tokens; decodes
+after long prompts (Qwen3-14B at 8 x 2,048) and of a model with full multi-head attention (Llama 2 7B);
+and four more encoders. Measured on one H200 in 277 s (data/calibration/h200-2026-11-27-f.json)."""
+
 RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
     "default": DEFAULT_RUNS,
     "extended": EXTENDED_RUNS,
@@ -511,6 +545,7 @@ RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
     "h200-second": H200_SECOND_RUNS,
     "eager-hosts": EAGER_HOST_RUNS,
     "families": FAMILY_RUNS,
+    "breadth": BREADTH_RUNS,
 }
 
 
@@ -1699,7 +1734,7 @@ def _parser() -> argparse.ArgumentParser:
         default=["default"],
         metavar="SPEC",
         help="run specs and list names (default, extended, all, 80gb, h200, h200-second, eager-hosts, "
-        "families); default: default",
+        "families, breadth); default: default",
     )
     parser.add_argument(
         "--only",

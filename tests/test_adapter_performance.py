@@ -20,10 +20,11 @@ from engine.planning.performance import (
     peak_flops,
     trained_params,
     training_flops,
+    training_peak_flops,
     training_speed,
 )
 from engine.planning.workload import Job, resolve
-from engine.sizing.training_speed import achieved_utilization, memory_bound_seconds
+from engine.sizing.training_speed import achieved_utilization, memory_bound_seconds, normalised_elements
 
 TFLOPS = 1e12
 # rel=1e-12 wherever it appears: the roofline's figures differ from the arithmetic written in the test by
@@ -44,10 +45,12 @@ MATMUL_FLOPS = 2 * (SHAPE_PARAMS - EMBEDDING) * 8.03e9 / SHAPE_PARAMS
 
 
 def memory_seconds(job: Job, layout: Layout, gpu: Gpu, micro_steps: float) -> float:
-    """A Hugging Face-class micro-step's memory-bound time (engine/sizing/training_speed.py)."""
+    """A Hugging Face-class micro-step's memory-bound time (engine/sizing/training_speed.py) over the
+    batch x sequence tokens each replica reads."""
     held = per_gpu(job, layout)
     bandwidth = gpu.memory_bandwidth_gbs * 1e9
-    return memory_bound_seconds(held.activations, held.weights, held.optimizer, bandwidth, micro_steps)
+    norms = normalised_elements(job.shape, job.batch * job.seq_len, checkpointing=layout.checkpointing)
+    return memory_bound_seconds(held.activations, held.weights, held.optimizer, bandwidth, micro_steps, norms)
 
 
 def job_of(kb: KB, **workload: Any) -> Job:
@@ -234,3 +237,14 @@ def test_a_zero_link_is_refused_and_no_flops_figure_gives_no_speed(kb: KB, h100:
     )
     assert training_speed(job, bare, Layout("pretrain", "bf16"), FAST) is None
     assert inference_speed(llama, bare, Layout("inference", "bf16"), FAST) is None
+
+
+def test_a_card_older_than_ampere_trains_at_a_share_of_its_peak(kb: KB) -> None:
+    """Megatron-LM sustained 39 TFLOP/s, 30% of a V100's 125 (Shoeybi et al. 2019, abstract), where
+    Megatron-Core reaches 47% on H100s: the Hopper-fitted utilisation is taken at 30/47 of a Volta or
+    Turing card's peak in training (no bf16, no FlashAttention-2); decoding keeps the datasheet."""
+    v100, a100 = kb.gpus["nvidia-v100-sxm2-16gb"], kb.gpus["nvidia-a100-sxm-80gb"]
+    assert v100.compute_capability == "7.0" and a100.compute_capability == "8.0"
+    assert training_peak_flops(v100, "fp16") == pytest.approx(125 * TFLOPS * 0.64)
+    assert peak_flops(v100, "fp16") == pytest.approx(125 * TFLOPS)
+    assert training_peak_flops(a100, "bf16") == peak_flops(a100, "bf16") == pytest.approx(312 * TFLOPS)

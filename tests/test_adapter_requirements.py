@@ -172,7 +172,7 @@ def test_assumptions_name_the_defaults_the_engine_filled_in(kb: KB) -> None:
         "deadline_hours": 10.0,
     }
     assert "Hugging Face Trainer-class" in str(stated["training_stack"])
-    assert stated["training_flops_share"] == pytest.approx(0.34, abs=0.001)  # 0.40 x 0.85 for LoRA
+    assert stated["training_flops_share"] == pytest.approx(0.414, abs=0.001)  # 0.47 x 0.88 for LoRA
     serving = workload_assumptions(job_of(kb, task="inference", params_b=7))
     assert serving["tokens_per_s_per_user"] == 10.0 and "tokens_per_s_per_user_source" in serving
 

@@ -357,6 +357,25 @@ def test_the_families_list_measures_the_new_families_most_telling_first() -> Non
     assert all(s.engine in (None, "hf-eager") for s in runs)
 
 
+def test_the_breadth_list_measures_what_no_other_list_does_and_fits_one_h200() -> None:
+    """data/calibration/h200-2026-11-27-f.json: 23 runs, each buildable from its KB entry and measured
+    by no other list; a mixture of eight wide experts first, whose bf16 weights (93 GB) fit a 141 GB
+    H200 and no 80 GB card."""
+    runs = calibrate.RUN_LISTS["breadth"]
+    assert runs == calibrate.BREADTH_RUNS and len(runs) == 23
+    assert [(s.model, s.batch) for s in runs[:2]] == [("mixtral-8x7b", 1), ("mixtral-8x7b", 8)]
+    check_models_exist(runs, KB)
+    others = {spec.name for name, specs in calibrate.RUN_LISTS.items() if name != "breadth" for spec in specs}
+    assert not {spec.name for spec in runs} & others
+    for spec in runs:
+        config = hf_config(spec.model, KB)  # raises UnsupportedModel for a family it cannot build
+        if spec.method == "lora":
+            assert lora_targets(spec.model, config)
+    assert {s.method for s in runs} == {"full_finetune", "lora", "inference", "encode"}
+    assert max(s.seq or 0 for s in runs) == 32768
+    assert any(s.gradient_accumulation > 1 for s in runs)
+
+
 # KB to Hugging Face config
 
 KB_TO_HF = {

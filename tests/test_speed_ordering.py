@@ -7,12 +7,14 @@ the stack's share of the FLOPS. Both figures growing can only shorten a step, so
 inverts a dominance means a per-GPU factor (an efficiency, a calibration, a KB figure) broke it.
 
 "Dense FLOPS" is what the KB says a card sustains: its dense bf16 (else fp16) tensor figure, times
-`sustained_tensor_share` where its power limit holds its clock below the datasheet's boost clock.
+`sustained_tensor_share` where its power limit holds its clock below the datasheet's boost clock. For
+training, a card older than Ampere counts at PRE_AMPERE_TRAINING_SHARE of it (it has neither bf16 nor
+FlashAttention-2; engine/sizing/training_speed.py), as the speed model counts it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import permutations
 
 import pytest
@@ -23,6 +25,7 @@ from engine.models.request import RecommendRequest
 from engine.planning.memory import Layout
 from engine.planning.performance import Links, inference_speed, training_speed
 from engine.planning.workload import Job, resolve
+from engine.sizing.training_speed import PRE_AMPERE_CAPABILITY, PRE_AMPERE_TRAINING_SHARE
 
 ONE_GPU = Links(gpu_to_gpu=1.0, inter_node=1.0, host=1.0)
 """one GPU: no link is crossed (as engine/planning/calibration.py times a measured run)"""
@@ -33,11 +36,19 @@ def sustained_tflops(gpu: Gpu) -> float | None:
     return None if dense is None else dense * (gpu.sustained_tensor_share or 1.0)
 
 
-def dominated_pairs(kb: KB) -> list[tuple[Gpu, Gpu]]:
-    """(better, worse): `better` has at least the bandwidth and FLOPS of `worse`, and more of one."""
+def training_tflops(gpu: Gpu) -> float | None:
+    dense = sustained_tflops(gpu)
+    capability = gpu.compute_capability
+    if dense is None or capability is None or float(capability) >= PRE_AMPERE_CAPABILITY:
+        return dense
+    return dense * PRE_AMPERE_TRAINING_SHARE
+
+
+def dominated_pairs(kb: KB, flops: Callable[[Gpu], float | None] = sustained_tflops) -> list[tuple[Gpu, Gpu]]:
+    """(better, worse): `better` has at least the bandwidth and `flops` of `worse`, and more of one."""
     pairs = []
     for better, worse in permutations(kb.gpus.values(), 2):
-        better_flops, worse_flops = sustained_tflops(better), sustained_tflops(worse)
+        better_flops, worse_flops = flops(better), flops(worse)
         if better_flops is None or worse_flops is None:
             continue
         at_least = better.memory_bandwidth_gbs >= worse.memory_bandwidth_gbs and better_flops >= worse_flops
@@ -87,14 +98,16 @@ def test_training_speed_keeps_the_dominance(kb: KB, name: str) -> None:
     planned = job(kb, workload)
     speeds = {gpu.id: training_speed(planned, gpu, layout, ONE_GPU) for gpu in kb.gpus.values()}
     rate = {gpu: s.aggregate_tokens_per_s for gpu, s in speeds.items() if s is not None}
-    assert not inversions(kb, rate), inversions(kb, rate)
+    assert not inversions(kb, rate, training_tflops), inversions(kb, rate, training_tflops)
 
 
-def inversions(kb: KB, rate: dict[str, float]) -> list[str]:
+def inversions(
+    kb: KB, rate: dict[str, float], flops: Callable[[Gpu], float | None] = sustained_tflops
+) -> list[str]:
     """The dominated pairs whose dominated GPU is estimated faster (tokens/s)."""
     return [
         f"{worse.id} {rate[worse.id]:,.1f} > {better.id} {rate[better.id]:,.1f} tokens/s"
-        for better, worse in dominated_pairs(kb)
+        for better, worse in dominated_pairs(kb, flops)
         if better.id in rate and worse.id in rate and rate[worse.id] > rate[better.id] * (1 + 1e-9)
     ]
 

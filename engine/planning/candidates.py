@@ -242,9 +242,20 @@ def owned_options(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> It
     if not have and ctx.your_computer and gpu.id == YOUR_COMPUTER:
         yield dataclasses.replace(_local(graph, ctx, gpu, 1, "owned", "owned", None, None), assumed=True)
         return
+    # the machines the owned cards are in: a run on some of them still runs those machines' hosts
+    machine = placement(graph.hosts_for(gpu.id), have, "new") if have and gpu.sold_as != "machine" else None
     for count in sorted({c for c in (*CARD_COUNTS, *named) if c <= have} | ({have} if have else set())):
-        placed = placement(graph.hosts_for(gpu.id), count, "new") if gpu.sold_as != "machine" else None
+        placed = _in_owned_machines(machine, have, count) if machine is not None else None
         yield _local(graph, ctx, gpu, count, "owned", "owned", None, placed)
+
+
+def _in_owned_machines(machine: Placement, have: int, count: int) -> Placement:
+    """The nodes of the owned machines `count` of the `have` owned cards run on: the machines' own host,
+    whose power is drawn whichever of its cards are used (round 4, #38: a 4-GPU host's power made
+    four of eight owned cards look cheaper to run than all eight in their 8-GPU server), on as few of
+    its nodes as hold the cards."""
+    per_node = have // machine.nodes
+    return Placement(machine.host, -(-count // per_node), machine.price)
 
 
 def bought_options(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> Iterator[Option]:

@@ -21,6 +21,7 @@ from engine.sizing import (
     Sharding,
     TransformerShape,
     lora_memory,
+    mlp_params_per_expert,
     model_kv_cache_bytes,
     model_state_memory,
     qlora_memory,
@@ -132,6 +133,10 @@ def _inference(job: Job, layout: Layout) -> Breakdown:
     workspace = workspace_bytes(
         job.shape, batched, sequences, tensor_parallel=layout.tp if tensor else 1, logits=not job.reads_only
     )
+    if engine.moe_decode_gathers and job.shape.is_moe and not job.reads_only:
+        # a decode step holds one layer's gathered experts, after the prompts' workspace is freed
+        # (serving_engines.MOE_GATHER_NOTE)
+        workspace = max(workspace, _gathered_layer_bytes(job, layout, sequences))
     # embedding servers (Text Embeddings Inference) run their batches without captured graphs
     graphs = CUDA_GRAPH_POOL_BYTES if engine.cuda_graphs and not job.reads_only else 0.0
     return Breakdown(
@@ -142,6 +147,16 @@ def _inference(job: Job, layout: Layout) -> Breakdown:
         kv_cache=kv,
         overhead=INFERENCE_CONTEXT_BYTES + graphs,
     )
+
+
+def _gathered_layer_bytes(job: Job, layout: Layout, sequences: int) -> float:
+    """One MoE layer's expert copies in a gathering engine's decode step, on each GPU: a copy of one
+    expert per sequence and routed slot (Mixtral 8x7B at batch 8: 16 x 352 MB, 5.64 GB; 5.69 GB
+    measured on an H200)."""
+    shape = job.shape
+    per_expert = mlp_params_per_expert(shape) * job.params / total_params(shape)
+    copies = sequences * shape.experts_per_token * per_expert
+    return weights_bytes(copies, weight_precision(layout.precision)) / layout.tp
 
 
 def reported_bytes(gpu: Gpu) -> float:
@@ -210,13 +225,21 @@ def _full_training(job: Job, layout: Layout, *, gradients_resident: bool = True)
         master_weights=not fp32,
         offload_optimizer=layout.offload,
     )
+    activations = _activations(job, layout)
+    gradients = states.gradients_bytes
+    if not gradients_resident:
+        # Without gradient accumulation the gradients are freed (set to None) before each forward and
+        # do not exist yet when the loss's backward peaks; they all exist at the optimizer step, when
+        # the activations and autocast's 16-bit copies of the weights are gone. That step is the peak
+        # where the gradients outweigh those: Llama 3.1 8B fully fine-tuned at 1 x 4,096 tokens with
+        # checkpointing held 129.7 GB on an H200, 16 bytes a parameter (h200-2026-11-27-g.json).
+        working = 0.0 if fp32 else states.weights_bytes
+        gradients = max(0.0, gradients - working - activations)
     return Breakdown(
         weights=states.weights_bytes,
-        # Without gradient accumulation the gradients are freed (set to None) before each forward and
-        # do not exist yet when the loss's backward peaks; a job that accumulates keeps them.
-        gradients=states.gradients_bytes if gradients_resident else 0.0,
+        gradients=gradients,
         optimizer=states.optimizer_bytes,
-        activations=_activations(job, layout),
+        activations=activations,
         kv_cache=0.0,
         overhead=CUDA_CONTEXT_BYTES,
         host=states.host_bytes,

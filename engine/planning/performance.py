@@ -25,20 +25,30 @@ from engine.sizing import (
     kv_cache_bytes_per_token,
     lora_params,
     moe_decode_params_read,
+    moe_routed_params_per_token,
     total_params,
     weight_bytes_per_param,
 )
 from engine.sizing._checks import check_positive
 from engine.sizing.conventions import ALLREDUCE_LATENCY_S
-from engine.sizing.serving_engines import encoder_efficiency, moe_pass_seconds, profile
+from engine.sizing.serving_engines import (
+    MOE_GATHER_BANDWIDTH_EFFICIENCY,
+    MOE_GATHER_PASSES,
+    encoder_efficiency,
+    moe_pass_seconds,
+    profile,
+)
 from engine.sizing.throughput import (
     allreduce_seconds,
     tensor_parallel_comm_seconds,
 )
 from engine.sizing.training_speed import (
     FP8_TRAINING_SPEEDUP,
+    PRE_AMPERE_CAPABILITY,
+    PRE_AMPERE_TRAINING_SHARE,
     achieved_utilization,
     memory_bound_seconds,
+    normalised_elements,
     training_flops_per_token,
 )
 
@@ -115,6 +125,9 @@ class DecodeWork:
     prefill_flops_per_token: float
     """a prompt token's forward FLOPs, attention over the prompt included"""
     prompt_tokens: int
+    gathered_bytes: float = 0.0
+    """the expert weights a step's gathers copy, one expert per sequence and routed slot, where the
+    engine gathers them (serving_engines.MOE_GATHER_NOTE); those experts are then not in `weight_bytes`"""
 
 
 def params_read(job: Job, tokens: int) -> float:
@@ -136,7 +149,7 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
     kv_per_token = kv_cache_bytes_per_token(job.shape, kv_dtype(job, layout.precision))
     context = job.context_tokens
     per_param = weight_bytes_per_param(precision)
-    weight_bytes = params_read(job, sequences) * per_param
+    weight_bytes, gathered_bytes = _streamed_and_gathered(job, sequences, per_param)
     step_bytes = decode_bytes_per_step(
         weight_bytes,
         0.0 if job.reads_only else kv_per_token * context,
@@ -163,7 +176,27 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
             attention_dim=shape.q_dim,
         ),
         prompt_tokens=prompt,
+        gathered_bytes=gathered_bytes,
     )
+
+
+def _streamed_and_gathered(job: Job, sequences: int, per_param: float) -> tuple[float, float]:
+    """The weight bytes a decode step of `sequences` streams, and those its expert gathers copy: an
+    engine that gathers (serving_engines.MOE_GATHER_NOTE) streams the shared weights once and copies one
+    expert per sequence and routed slot; the others stream every expert the batch visits once."""
+    if profile(job.engine).moe_decode_gathers and job.shape.is_moe:
+        routed = moe_routed_params_per_token(job.shape) * job.params / total_params(job.shape)
+        return (params_read(job, 1) - routed) * per_param, sequences * routed * per_param
+    return params_read(job, sequences) * per_param, 0.0
+
+
+def _gather_seconds(work: DecodeWork, gpu: Gpu, ways: int) -> float:
+    """The time a decode step's expert gathers take on a replica's GPUs: each copied expert read, written
+    and read again (MOE_GATHER_PASSES) at MOE_GATHER_BANDWIDTH_EFFICIENCY of the peak bandwidth."""
+    if not work.gathered_bytes:
+        return 0.0
+    bandwidth = gpu.memory_bandwidth_gbs * GB * ways * MOE_GATHER_BANDWIDTH_EFFICIENCY
+    return MOE_GATHER_PASSES * work.gathered_bytes / bandwidth
 
 
 def inference_speed(
@@ -206,7 +239,7 @@ def inference_speed(
             tokens, shape.hidden_size, shape.n_layers, layout.tp, link, latency_s=links.latency_s
         )
 
-    compute_rate = peak * ways * prefill_share(job) / work.prefill_flops_per_token
+    compute_rate = 1.0 / _prefill_token_seconds(job, work, gpu, peak * ways, ways)
     batch_prompts = work.sequences * work.prompt_tokens  # read in one forward pass
     bandwidth = gpu.memory_bandwidth_gbs * GB * ways
     launch = _prefill_launch(job, work.prompt_weight_bytes / bandwidth)
@@ -215,7 +248,7 @@ def inference_speed(
     first_token = max(launch, work.prompt_tokens / compute_rate + all_reduces(work.prompt_tokens))
     if job.reads_only:
         return _encoder_speed(job, work, layout, prefill_rate, first_token)
-    streaming = work.step_bytes / bandwidth
+    streaming = work.step_bytes / bandwidth + _gather_seconds(work, gpu, ways)
     matmuls = work.sequences * work.flops_per_token / (peak * ways * engine.decode_compute_efficiency)
     experts = moe_pass_seconds(job.shape, ways)
     step = max(engine.launch_seconds(job.shape), streaming + matmuls + experts)
@@ -240,11 +273,24 @@ def _prefill_launch(job: Job, streaming_s: float) -> float:
     return profile(job.engine).launch_seconds(job.shape, prefill=True) + streaming_s
 
 
+def _prefill_token_seconds(job: Job, work: DecodeWork, gpu: Gpu, peak: float, ways: int) -> float:
+    """A prompt token's time on a replica of `ways` GPUs of `peak` FLOP/s in all: its FLOPs at the
+    engine's prefill share, plus, on an engine that runs its norms eagerly
+    (EngineProfile.prefill_norm_bytes), the elements its layers normalise at the peak bandwidth."""
+    seconds = work.prefill_flops_per_token / (peak * prefill_share(job))
+    per_element = profile(job.engine).prefill_norm_bytes
+    if not per_element or job.encoder:
+        return seconds
+    elements = normalised_elements(job.shape, 1.0)
+    return seconds + per_element * elements / (gpu.memory_bandwidth_gbs * GB * ways)
+
+
 def prefill_share(job: Job) -> float:
     """The share of the dense peak the job's prompts (an encoder's inputs) are read at."""
     if job.encoder:
         return encoder_efficiency(job.shape.hidden_size)
-    return profile(job.engine).prefill_share(moe=job.is_moe, hidden_size=job.shape.hidden_size)
+    experts = job.shape.expert_size if job.is_moe else None
+    return profile(job.engine).prefill_share(hidden_size=job.shape.hidden_size, expert_width=experts)
 
 
 def _encoder_speed(
@@ -270,11 +316,16 @@ def _concurrent(
 
 def training_peak_flops(gpu: Gpu, precision: str) -> float | None:
     """The dense peak a training step is timed against: fp8 training counts as the 16-bit peak times
-    its measured end-to-end gain (FP8_TRAINING_SPEEDUP), not the tensor cores' 2x."""
+    its measured end-to-end gain (FP8_TRAINING_SPEEDUP), not the tensor cores' 2x; a card older than
+    Ampere at PRE_AMPERE_TRAINING_SHARE of its peak."""
     if precision == "fp8" and gpu.fp8_dense_tflops:
         sixteen = peak_flops(gpu, "bf16")
         return None if sixteen is None else sixteen * FP8_TRAINING_SPEEDUP
-    return peak_flops(gpu, precision)
+    peak = peak_flops(gpu, precision)
+    capability = gpu.compute_capability
+    if peak is not None and capability is not None and float(capability) < PRE_AMPERE_CAPABILITY:
+        return peak * PRE_AMPERE_TRAINING_SHARE
+    return peak
 
 
 def matmul_params(job: Job) -> float:
@@ -369,17 +420,22 @@ def method_utilization(job: Job, method: str) -> float:
     return achieved_utilization(job.training_stack, job.shape.hidden_size, adapters=method in ADAPTER_METHODS)
 
 
-def _memory_bound(job: Job, gpu: Gpu, layout: Layout, memory: Breakdown | None, micro_steps: float) -> float:
+def _memory_bound(
+    job: Job, gpu: Gpu, layout: Layout, memory: Breakdown | None, micro_steps: float, tokens: float
+) -> float:
     """A Hugging Face-class micro-step's memory-bound time on each GPU
-    (training_speed.memory_bound_seconds); a tuned stack's published MFU is end to end, so it adds none."""
+    (training_speed.memory_bound_seconds) over the `tokens` each replica reads; a tuned stack's published
+    MFU is end to end, so it adds none."""
     if job.training_stack != "huggingface":
         return 0.0
     held = memory or per_gpu(job, layout)
     # ZeRO-3 gathers each layer's whole weights on every GPU to compute with them: their casts and
     # gradients move there unsharded; the optimizer updates only the GPU's shard
     weights = held.weights * (layout.dp if layout.zero == 3 else 1)
+    # a tensor-parallel group splits the heads (and, sequence-parallel, the norms) over its GPUs
+    norms = normalised_elements(job.shape, tokens / layout.tp, checkpointing=layout.checkpointing)
     return memory_bound_seconds.unchecked(
-        held.activations, weights, held.optimizer, gpu.memory_bandwidth_gbs * GB, micro_steps
+        held.activations, weights, held.optimizer, gpu.memory_bandwidth_gbs * GB, micro_steps, norms
     )
 
 
@@ -440,7 +496,7 @@ def training_speed(
     work = work or training_work(job, layout)
     micro_steps = micro_steps or max(1.0, GLOBAL_BATCH_TOKENS.get(layout.method, 2**18) / step_tokens)
     compute = work.flops_per_token * step_tokens / (gpus * peak * work.utilization)
-    compute += _memory_bound(job, gpu, layout, memory, micro_steps)
+    compute += _memory_bound(job, gpu, layout, memory, micro_steps, step_tokens / layout.dp)
     trained = work.trained
     link = links.gpu_to_gpu if nodes == 1 else min(links.gpu_to_gpu, links.inter_node)
     if layout.dp > 1 or layout.tp > 1:  # the sizing below is unchecked, and a KB link may be 0

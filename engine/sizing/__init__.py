@@ -95,6 +95,7 @@ from engine.sizing.throughput import (
     forward_flops_per_token,
     moe_decode_params_read,
     moe_expected_experts,
+    moe_routed_params_per_token,
     prefill_seconds,
     tensor_parallel_comm_seconds,
 )
@@ -176,6 +177,7 @@ __all__ = [
     "model_weights_bytes",
     "moe_decode_params_read",
     "moe_expected_experts",
+    "moe_routed_params_per_token",
     "non_embedding_params",
     "norm_params_per_layer",
     "optimizer_state_bytes_per_param",

@@ -7,7 +7,10 @@ t_moe) + tensor-parallel all-reduces``. ``dispatch`` is the host's time to launc
 which bounds an eager stack; engines that replay CUDA graphs have none. ``t_moe`` is the fixed cost of
 one mixture-of-experts layer per step (routing, sorting tokens to experts, a grouped GEMM over small
 expert matrices), which the active-parameter roofline leaves out and which sets MoE decode speed at
-small batches. Prefill is compute bound: ``tokens x FLOPs per token / (peak x e_prefill)``.
+small batches; an engine that gathers its experts (Hugging Face generate, MOE_GATHER_NOTE) streams
+instead one copy of an expert per sequence and routed slot, three times over. Prefill is compute bound:
+``tokens x (FLOPs per token / (peak x e_prefill) + norm bytes per token / bandwidth)``, the second term
+for engines that run their norms as separate kernels.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from typing import Literal, get_args
 
 from engine.sizing._checks import check_choice, check_non_negative_int, check_positive_int
 from engine.sizing.shape import TransformerShape
-from engine.sizing.training_speed import HALF_WIDTH
 
 __all__ = [
     "ENCODER_EFFICIENCY",
     "ENGINES",
+    "MOE_GATHER_BANDWIDTH_EFFICIENCY",
+    "MOE_GATHER_PASSES",
     "Engine",
     "EngineProfile",
     "encoder_efficiency",
@@ -49,13 +53,27 @@ ENCODER_REFERENCE_WIDTH = 1024
 ENCODER_HALF_WIDTH = 2272
 """Hidden size at which an encoder's forward pass reaches half the share it would on infinitely wide
 layers (fitted to the H100 encode runs, data/calibration/h100-2026-11-26.json)"""
-PREFILL_ASYMPTOTE = 1.1
-"""A decoder's prompts are read at ``min(prefill_efficiency, 1.1 x h / (h + 4,400))`` of the dense peak,
-the training curve's width (`training_speed.HALF_WIDTH`): narrow layers leave the GPU to element-wise
-kernels, as in training. Measured on an H200 in eager mode (data/calibration/h200-2026-11-26-b.json):
-0.37 of the peak at h 2,048 (Qwen3-1.7B, 8 x 1,024 tokens), 0.41 at 2,560 (Qwen3-4B), 0.53-0.54 at
-4,096 and 5,120 (Qwen3-8B, Qwen3-32B), 0.59 at 3,584 on an H100 (Qwen2.5-7B); the curve gives 0.35,
-0.40, 0.53 (capped) and 0.49."""
+PREFILL_ASYMPTOTE = 0.8
+PREFILL_HALF_WIDTH = 1000
+"""A decoder's prompt matmuls run at ``min(prefill_efficiency, 0.8 x h / (h + 1,000))`` of the dense
+peak (0.38 at h 896, 0.41 at 1,024, the 0.53 cap from about 1,960): narrow layers leave the GPU to
+element-wise kernels, as in training. An eager engine adds its norms' traffic beside them
+(PREFILL_NORM_BYTES). Fitted with it to the 58 eager prompt reads and 4 decoder-embedding encodes of
+data/calibration (one H100, one H200): every one within its band, 0.19 rms in log; the reads the
+host's launches bound set the extremes (0.69-1.67x). Qwen2.5-0.5B read 64 x 128 tokens on an H200 at
+0.93x the prediction and Llama-3.2-1B 32 x 512 at 0.85x (h200-2026-11-27-f.json, h200-2026-11-26-d.json),
+where the curve this replaces, ``1.1 x h / (h + 4,400)`` without the norms, was at 0.58x and 0.69x."""
+PREFILL_NORM_BYTES = 80.0
+"""Bytes an eager forward pass moves per element its RMSNorms normalise (upcast to fp32, square,
+average, rescale, weight and cast back, with the rotary embedding beside a QK-norm): a third of the 240
+a training step moves forward and backward (`training_speed.NORM_PASSES`)."""
+MOE_PREFILL_SHARE = 0.5
+"""A mixture-of-experts prompt's matmuls run at half the dense curve taken at the expert's width: its
+experts are grouped GEMMs as wide as one expert. On H200s (h200-2026-11-27-f.json, -d.json, -b.json)
+Mixtral 8x7B (experts 14,336 wide, 0.265 of the peak) read 8 x 128 tokens at 0.83x the prediction,
+Qwen3-30B-A3B (768 wide, 0.174) 32 x 128 at 0.89-1.00x, DeepSeek-V2-Lite (1,408 wide, 0.234) 32 x 128 at
+1.04x; gpt-oss-20b (2,880 wide), whose attention transformers runs eagerly, materialising the scores,
+at 1.28-1.33x. A flat 0.15 of the peak, fitted to Qwen3-30B-A3B alone, read Mixtral at 0.49x."""
 ENCODER_CEILING = 0.53
 """no encoder is taken to beat a decoder's prefill share (`prefill_efficiency` of vLLM)"""
 
@@ -97,13 +115,19 @@ class EngineProfile:
     source: str
     prefill_dispatch_s: float | None = None
     """host time to launch one layer's kernels when reading a prompt (None: `layer_dispatch_s`)"""
-    moe_prefill_efficiency: float | None = None
-    """share of dense peak FLOPS a mixture-of-experts model's prompt processing reaches (None: the
-    dense `prefill_efficiency`)"""
+    moe_prefill_share: float | None = None
+    """the share of the dense prefill curve, taken at the expert's width, a mixture-of-experts model's
+    prompts reach (MOE_PREFILL_SHARE; None: the dense curve at the hidden size)"""
     moe_dispatch_factor: float = 1.0
     """how much longer a mixture-of-experts layer takes to launch than a dense layer of its family
     (routing, sorting tokens to experts and two grouped GEMMs are more kernels than one gated MLP);
     matters only where `layer_dispatch_s` does"""
+    prefill_norm_bytes: float = 0.0
+    """bytes moved per element a prompt's norms normalise, where the engine runs them as separate
+    element-wise kernels (PREFILL_NORM_BYTES; 0: fused into the matmuls' epilogues, as vLLM's are)"""
+    moe_decode_gathers: bool = False
+    """a decode step copies each routed token's expert weights before multiplying them (MOE_GATHER_NOTE),
+    instead of streaming the experts the batch visits once"""
 
     @property
     def prefill_launch_s(self) -> float:
@@ -116,19 +140,26 @@ class EngineProfile:
         and each mixture-of-experts layer's experts `moe_dispatch_factor - 1` of a QK-norm layer more.
         The experts' kernels (routing, sorting, two grouped GEMMs) are the same with or without QK-norm,
         so they are added to a layer rather than scaling it: a Qwen3 MoE layer is 1.49 dense Qwen3
-        layers, a gpt-oss one (no QK-norm) 1.60 dense Llama-style layers."""
+        layers, a gpt-oss one (no QK-norm) 1.60 dense Llama-style layers. Latent attention (DeepSeek)
+        launches MLA_DISPATCH_FACTOR times a Llama layer's attention-and-MLP kernels."""
         per_layer = self.prefill_launch_s if prefill else self.layer_dispatch_s
         layer = QK_NORM_DISPATCH_FACTOR if shape.qk_norm else 1.0
+        if shape.kv_lora_rank is not None:  # latent attention: its projections, norms and rope split
+            layer *= MLA_DISPATCH_FACTOR
         experts = (self.moe_dispatch_factor - 1.0) * QK_NORM_DISPATCH_FACTOR
         return per_layer * (shape.n_layers * layer + shape.n_moe_layers * experts)
 
-    def prefill_share(self, *, moe: bool, hidden_size: int) -> float:
+    def prefill_share(self, *, hidden_size: int, expert_width: int | None = None) -> float:
         """share of dense peak FLOPS this engine's prompt processing reaches with layers `hidden_size`
-        wide (PREFILL_ASYMPTOTE)"""
-        if moe and self.moe_prefill_efficiency is not None:
-            return self.moe_prefill_efficiency
-        h = check_positive_int("hidden_size", hidden_size)
-        return min(self.prefill_efficiency, PREFILL_ASYMPTOTE * h / (h + HALF_WIDTH))
+        wide (PREFILL_ASYMPTOTE), or for a mixture of experts `expert_width` wide, `moe_prefill_share`
+        of the curve at that width where the engine states one"""
+        if expert_width is not None and self.moe_prefill_share is not None:
+            return self.moe_prefill_share * self._dense_prefill_share(expert_width)
+        return self._dense_prefill_share(hidden_size)
+
+    def _dense_prefill_share(self, width: int) -> float:
+        w = check_positive_int("width", width)
+        return min(self.prefill_efficiency, PREFILL_ASYMPTOTE * w / (w + PREFILL_HALF_WIDTH))
 
 
 _VLLM = EngineProfile(
@@ -165,10 +196,18 @@ minute apart, launching the same 1,462 kernels with the GPU busy 6.2 and 6.6 ms 
 (h200-2026-11-27-b.json). HF_EAGER_BAND is that spread: a prediction for an eager stack is good to
 within it on whatever host runs it, and no closer."""
 HF_EAGER_BAND = (0.6, 1.75)
-"""predicted / measured decode tokens/s an hf-eager prediction is held to: 50 eager decodes on nine
-machines, nine model families, spread over 0.65-1.72 (data/calibration), the hosts' speed
-(HF_EAGER_LAYER_DISPATCH_S). Mixture-of-experts decodes at batch 16 and more fall outside it
-(data/calibration-open/README.md)."""
+"""predicted / measured decode tokens/s an hf-eager prediction is held to: 66 eager decodes of 25
+models in eleven sittings, spread over 0.65-1.72 (data/calibration), the hosts' speed
+(HF_EAGER_LAYER_DISPATCH_S). Mixture-of-experts decodes at batch 16 and more fell outside it until
+generate's expert copies were counted (MOE_GATHER_NOTE)."""
+MLA_DISPATCH_FACTOR = 1.33
+"""A multi-head latent attention layer (DeepSeek-V2 and V3: compressed query and key-value projections,
+their norms, the rope and no-rope halves split and joined) launches this much more than a Llama-style
+layer: one eager decode forward of DeepSeek-V2-Lite (27 layers, 26 of them mixtures of experts)
+launches 2,353-2,380 CUDA kernels where Llama-3.1-8B launches 1,462 over 32 layers; with its experts
+counted as above, its layers are 1.33 Llama layers each (data/calibration/h200-2026-11-27-c.json, -d.json).
+Without it, DeepSeek-V2-Lite at batch 16 decoded at 1.89x the prediction on a slow host
+(h200-2026-11-27-g.json)."""
 QK_NORM_DISPATCH_FACTOR = 1.22
 """A layer that normalises its queries and keys (Qwen3's QK-norm: two more RMSNorms, each a handful of
 element-wise kernels) takes this much longer to launch: 0.76 against 0.605 ms on one H200 host (1.26),
@@ -186,6 +225,27 @@ Qwen3-30B-A3B steps of 50.9-122 ms at batch 1-32 on five machines (h100-2026-11-
 h200-2026-11-26-b.json, h200-2026-11-26-d.json, h200-2026-11-27.json, h200-2026-11-27-b.json) against
 78.7 ms predicted."""
 
+MOE_GATHER_PASSES = 3
+"""Bytes a gathered expert moves per byte of its weights: read, copied out, read again by the matmul."""
+MOE_GATHER_BANDWIDTH_EFFICIENCY = 0.95
+"""Share of the peak bandwidth the gathers and the matmuls over their copies reach: Mixtral 8x7B's
+generate step grew by 14.5-14.75 ms a sequence on an H200 (MOE_GATHER_NOTE), where its 67.6 GB of
+gathers a sequence take 14.1 ms at the full 4.8 TB/s."""
+MOE_GATHER_NOTE = (
+    "Hugging Face generate (transformers 5.17) decodes a mixture-of-experts model by copying, for each "
+    "token and each expert it is routed to, that expert's weights out of the stacked expert tensor and "
+    "multiplying the copy by the one token (a gather, `gate_up_proj[expert_ids]`, as the `batched_mm` "
+    "experts do): a step reads, writes and reads again one expert's weights per token and expert, "
+    "whatever other tokens share it, and holds one layer's copies at once. On one H200, Mixtral 8x7B "
+    "with 128-token prompts took 107, 165 and 283 ms a generate step at batch 4, 8 and 16, 14.5-14.75 ms "
+    "more a sequence, where 2 experts x 32 layers x 352 MB x 3 passes is 14.1 ms at 4.8 TB/s; a loop of "
+    "plain decode forwards over the same cache, which runs the grouped GEMM, took 54-63 ms at every "
+    "batch. The step's peak held 0.74 GB beside the weights at batch 1 and 5.69 GB at batch 8 (2 and 16 "
+    "copies of 352 MB), reached in the first layer's experts of the first decode step "
+    "(data/calibration/h200-2026-11-27-f.json and a probe the same hour)."
+)
+"""Why a Hugging Face engine's MoE decode grows with the batch (`EngineProfile.moe_decode_gathers`)."""
+
 _HF_STATIC = EngineProfile(
     name="hf-static-compile",
     batched_tokens=0,
@@ -202,11 +262,11 @@ _HF_STATIC = EngineProfile(
     # generate compiles the decode step only; the prompt is read eagerly: a 128-token prompt takes
     # 48.7 ms on an H100 (36 layers), as in eager mode (data/calibration/h100-2026-11-26.json)
     prefill_dispatch_s=HF_EAGER_LAYER_DISPATCH_S,
-    # Hugging Face's mixture-of-experts layers read a prompt at 0.15 of the peak where a dense model
-    # reaches 0.53: 32 x 128 prompt tokens of Qwen3-30B-A3B at 24.5k tokens/s on an H100
-    # (data/calibration/h100-2026-11-26.json), 26.6k on an H200 (h200-2026-11-27.json)
-    moe_prefill_efficiency=0.15,
+    # Hugging Face's mixture-of-experts layers read a prompt through grouped GEMMs as wide as an expert
+    moe_prefill_share=MOE_PREFILL_SHARE,
+    prefill_norm_bytes=PREFILL_NORM_BYTES,
     moe_dispatch_factor=HF_MOE_DISPATCH_FACTOR,
+    moe_decode_gathers=True,
 )
 _PROFILES: dict[str, EngineProfile] = {
     "vllm": _VLLM,

@@ -39,6 +39,7 @@ __all__ = [
     "forward_flops_per_token",
     "moe_decode_params_read",
     "moe_expected_experts",
+    "moe_routed_params_per_token",
     "prefill_seconds",
     "tensor_parallel_comm_seconds",
 ]
@@ -226,6 +227,15 @@ def moe_expected_experts(n_experts: int, experts_per_token: int, tokens: int) ->
     if k > e:
         raise ValueError(f"experts_per_token ({k}) cannot exceed n_experts ({e})")
     return e * (1.0 - (1.0 - k / e) ** t)
+
+
+def moe_routed_params_per_token(shape: TransformerShape) -> int:
+    """Parameters of the routed experts one token visits over all MoE layers (count): ``MoE layers x
+    experts_per_token x`` :func:`~engine.sizing.params.mlp_params_per_expert`; 0 for a dense model.
+    Mixtral 8x7B: 32 x 2 x 176,160,768 = 11.3B of its 12.9B active parameters."""
+    if not shape.is_moe:
+        return 0
+    return shape.n_moe_layers * shape.experts_per_token * mlp_params_per_expert(shape)
 
 
 def moe_decode_params_read(shape: TransformerShape, batch: int = 1) -> float:
