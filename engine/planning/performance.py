@@ -10,6 +10,7 @@ communication with compute is assumed, so times are upper bounds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import floor
 
 from engine.models.kb import Gpu
@@ -128,6 +129,11 @@ class DecodeWork:
     gathered_bytes: float = 0.0
     """the expert weights a step's gathers copy, one expert per sequence and routed slot, where the
     engine gathers them (serving_engines.MOE_GATHER_NOTE); those experts are then not in `weight_bytes`"""
+    prefill_share: float = 0.0
+    """the share of the dense peak the prompts' matmuls reach (`prefill_share`)"""
+    prefill_norm_bytes: float = 0.0
+    """bytes a prompt token's norms move on an engine that runs them eagerly
+    (EngineProfile.prefill_norm_bytes x the elements its layers normalise); 0 for an encoder"""
 
 
 def params_read(job: Job, tokens: int) -> float:
@@ -177,7 +183,14 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
         ),
         prompt_tokens=prompt,
         gathered_bytes=gathered_bytes,
+        prefill_share=prefill_share(job),
+        prefill_norm_bytes=0.0 if job.encoder else _prefill_norm_bytes(job),
     )
+
+
+def _prefill_norm_bytes(job: Job) -> float:
+    per_element = profile(job.engine).prefill_norm_bytes
+    return per_element * normalised_elements(job.shape, 1.0) if per_element else 0.0
 
 
 def _streamed_and_gathered(job: Job, sequences: int, per_param: float) -> tuple[float, float]:
@@ -239,7 +252,7 @@ def inference_speed(
             tokens, shape.hidden_size, shape.n_layers, layout.tp, link, latency_s=links.latency_s
         )
 
-    compute_rate = 1.0 / _prefill_token_seconds(job, work, gpu, peak * ways, ways)
+    compute_rate = 1.0 / _prefill_token_seconds(work, gpu, peak * ways, ways)
     batch_prompts = work.sequences * work.prompt_tokens  # read in one forward pass
     bandwidth = gpu.memory_bandwidth_gbs * GB * ways
     launch = _prefill_launch(job, work.prompt_weight_bytes / bandwidth)
@@ -273,16 +286,14 @@ def _prefill_launch(job: Job, streaming_s: float) -> float:
     return profile(job.engine).launch_seconds(job.shape, prefill=True) + streaming_s
 
 
-def _prefill_token_seconds(job: Job, work: DecodeWork, gpu: Gpu, peak: float, ways: int) -> float:
+def _prefill_token_seconds(work: DecodeWork, gpu: Gpu, peak: float, ways: int) -> float:
     """A prompt token's time on a replica of `ways` GPUs of `peak` FLOP/s in all: its FLOPs at the
-    engine's prefill share, plus, on an engine that runs its norms eagerly
-    (EngineProfile.prefill_norm_bytes), the elements its layers normalise at the peak bandwidth."""
-    seconds = work.prefill_flops_per_token / (peak * prefill_share(job))
-    per_element = profile(job.engine).prefill_norm_bytes
-    if not per_element or job.encoder:
+    engine's prefill share, plus the bytes its norms move where the engine runs them eagerly
+    (EngineProfile.prefill_norm_bytes) at the peak bandwidth."""
+    seconds = work.prefill_flops_per_token / (peak * work.prefill_share)
+    if not work.prefill_norm_bytes:
         return seconds
-    elements = normalised_elements(job.shape, 1.0)
-    return seconds + per_element * elements / (gpu.memory_bandwidth_gbs * GB * ways)
+    return seconds + work.prefill_norm_bytes / (gpu.memory_bandwidth_gbs * GB * ways)
 
 
 def prefill_share(job: Job) -> float:
@@ -322,10 +333,14 @@ def training_peak_flops(gpu: Gpu, precision: str) -> float | None:
         sixteen = peak_flops(gpu, "bf16")
         return None if sixteen is None else sixteen * FP8_TRAINING_SPEEDUP
     peak = peak_flops(gpu, precision)
-    capability = gpu.compute_capability
-    if peak is not None and capability is not None and float(capability) < PRE_AMPERE_CAPABILITY:
+    if peak is not None and _pre_ampere(gpu.compute_capability):
         return peak * PRE_AMPERE_TRAINING_SHARE
     return peak
+
+
+@lru_cache(maxsize=64)
+def _pre_ampere(capability: str | None) -> bool:
+    return capability is not None and float(capability) < PRE_AMPERE_CAPABILITY
 
 
 def matmul_params(job: Job) -> float:
@@ -405,6 +420,8 @@ class TrainingWork:
     """`training_flops`"""
     utilization: float
     """the share of the dense peak the job's stack reaches at its width, for this method"""
+    norm_elements_per_token: float = 0.0
+    """the elements a training token's norms normalise (training_speed.normalised_elements)"""
 
 
 def training_work(job: Job, layout: Layout) -> TrainingWork:
@@ -412,6 +429,7 @@ def training_work(job: Job, layout: Layout) -> TrainingWork:
         trained=trained_params(job, layout.method),
         flops_per_token=training_flops(job, layout),
         utilization=method_utilization(job, layout.method),
+        norm_elements_per_token=normalised_elements(job.shape, 1.0, checkpointing=layout.checkpointing),
     )
 
 
@@ -421,19 +439,18 @@ def method_utilization(job: Job, method: str) -> float:
 
 
 def _memory_bound(
-    job: Job, gpu: Gpu, layout: Layout, memory: Breakdown | None, micro_steps: float, tokens: float
+    job: Job, gpu: Gpu, layout: Layout, memory: Breakdown | None, micro_steps: float, norms: float
 ) -> float:
     """A Hugging Face-class micro-step's memory-bound time on each GPU
-    (training_speed.memory_bound_seconds) over the `tokens` each replica reads; a tuned stack's published
-    MFU is end to end, so it adds none."""
+    (training_speed.memory_bound_seconds), `norms` the elements its norms normalise on each GPU (a
+    tensor-parallel group splits them with the heads, the norms sequence-parallel); a tuned stack's
+    published MFU is end to end, so it adds none."""
     if job.training_stack != "huggingface":
         return 0.0
     held = memory or per_gpu(job, layout)
     # ZeRO-3 gathers each layer's whole weights on every GPU to compute with them: their casts and
     # gradients move there unsharded; the optimizer updates only the GPU's shard
     weights = held.weights * (layout.dp if layout.zero == 3 else 1)
-    # a tensor-parallel group splits the heads (and, sequence-parallel, the norms) over its GPUs
-    norms = normalised_elements(job.shape, tokens / layout.tp, checkpointing=layout.checkpointing)
     return memory_bound_seconds.unchecked(
         held.activations, weights, held.optimizer, gpu.memory_bandwidth_gbs * GB, micro_steps, norms
     )
@@ -496,7 +513,8 @@ def training_speed(
     work = work or training_work(job, layout)
     micro_steps = micro_steps or max(1.0, GLOBAL_BATCH_TOKENS.get(layout.method, 2**18) / step_tokens)
     compute = work.flops_per_token * step_tokens / (gpus * peak * work.utilization)
-    compute += _memory_bound(job, gpu, layout, memory, micro_steps, step_tokens / layout.dp)
+    norms = work.norm_elements_per_token * step_tokens / (layout.dp * layout.tp)  # split like the heads
+    compute += _memory_bound(job, gpu, layout, memory, micro_steps, norms)
     trained = work.trained
     link = links.gpu_to_gpu if nodes == 1 else min(links.gpu_to_gpu, links.inter_node)
     if layout.dp > 1 or layout.tp > 1:  # the sizing below is unchecked, and a KB link may be 0
