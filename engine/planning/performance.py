@@ -126,11 +126,11 @@ class DecodeWork:
     prefill_flops_per_token: float
     """a prompt token's forward FLOPs, attention over the prompt included"""
     prompt_tokens: int
+    prefill_share: float
+    """the share of the dense peak the prompts' matmuls reach (`prefill_share`)"""
     gathered_bytes: float = 0.0
     """the expert weights a step's gathers copy, one expert per sequence and routed slot, where the
     engine gathers them (serving_engines.MOE_GATHER_NOTE); those experts are then not in `weight_bytes`"""
-    prefill_share: float = 0.0
-    """the share of the dense peak the prompts' matmuls reach (`prefill_share`)"""
     prefill_norm_bytes: float = 0.0
     """bytes a prompt token's norms move on an engine that runs them eagerly
     (EngineProfile.prefill_norm_bytes x the elements its layers normalise); 0 for an encoder"""
@@ -182,8 +182,8 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
             attention_dim=shape.q_dim,
         ),
         prompt_tokens=prompt,
-        gathered_bytes=gathered_bytes,
         prefill_share=prefill_share(job),
+        gathered_bytes=gathered_bytes,
         prefill_norm_bytes=0.0 if job.encoder else _prefill_norm_bytes(job),
     )
 
