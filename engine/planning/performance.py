@@ -264,7 +264,7 @@ def inference_speed(
     streaming = work.step_bytes / bandwidth + _gather_seconds(work, gpu, ways)
     matmuls = work.sequences * work.flops_per_token / (peak * ways * engine.decode_compute_efficiency)
     experts = moe_pass_seconds(job.shape, ways)
-    step = max(engine.launch_seconds(job.shape), streaming + matmuls + experts)
+    step = max(engine.launch_seconds(job.shape), streaming + matmuls + experts) + engine.step_overhead_s
     step += all_reduces(work.sequences)  # one new token per sequence
     concurrent = _concurrent(memory, budget, work, layout)
     per_sequence = 1.0 / step

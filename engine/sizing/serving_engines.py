@@ -122,6 +122,9 @@ class EngineProfile:
     """how much longer a mixture-of-experts layer takes to launch than a dense layer of its family
     (routing, sorting tokens to experts and two grouped GEMMs are more kernels than one gated MLP);
     matters only where `layer_dispatch_s` does"""
+    step_overhead_s: float = 0.0
+    """host time each decode step adds after the GPU's work (GENERATE_STEP_OVERHEAD_S), where the
+    forward pass is replayed from a graph but the loop around it runs eagerly and waits for it"""
     prefill_norm_bytes: float = 0.0
     """bytes moved per element a prompt's norms normalise, where the engine runs them as separate
     element-wise kernels (PREFILL_NORM_BYTES; 0: fused into the matmuls' epilogues, as vLLM's are)"""
@@ -246,14 +249,27 @@ MOE_GATHER_NOTE = (
 )
 """Why a Hugging Face engine's MoE decode grows with the batch (`EngineProfile.moe_decode_gathers`)."""
 
+GENERATE_STEP_OVERHEAD_S = 3.7e-3
+"""What Hugging Face generate's loop adds to each step of a compiled, graph-replayed decode: the logits
+processors, the next token's selection and append, the cache position's update and the stopping
+check, which reads a flag back from the GPU, so the host waits for each step before it prepares the
+next. Qwen3-8B with a static cache, compiled, at batch 1 and a 128-token prompt took 7.45 ms a step on
+an H200 (4.8 TB/s) and 9.09 ms on an H100 (3.35 TB/s) (data/calibration/h200-2026-11-26.json,
+h100-2026-11-26.json): reading its 16.4 GB at one efficiency e on both, 16.4 GB / e x (1/3.35 - 1/4.8)
+= 1.64 ms gives e = 0.90 and leaves 3.7 ms a step that does not depend on the bandwidth. Without it,
+0.44 of the bandwidth fitted the 8B alone and would put Qwen3-0.6B at about 1,700 tokens/s a
+sequence, where the overhead caps it near 250."""
+
 _HF_STATIC = EngineProfile(
     name="hf-static-compile",
     batched_tokens=0,
     cuda_graphs=True,
-    # data/calibration/h200-2026-11-26.json: Qwen3-8B, static cache, torch.compile + CUDA graphs:
-    # 7.45 ms per step at batch 1 and 11.99 ms at batch 32 on an H200.
-    bandwidth_efficiency=0.44,
-    decode_compute_efficiency=0.14,
+    # data/calibration/h200-2026-11-26.json and h100-2026-11-26.json: Qwen3-8B, static cache,
+    # torch.compile + CUDA graphs, batch 1 and 32 (GENERATE_STEP_OVERHEAD_S): the weights and KV cache
+    # stream at 0.90 of the bandwidth, the batch's matmuls reach 0.11 of the peak.
+    bandwidth_efficiency=0.90,
+    decode_compute_efficiency=0.11,
+    step_overhead_s=GENERATE_STEP_OVERHEAD_S,
     prefill_efficiency=0.53,
     layer_dispatch_s=0.0,
     memory_utilization=1.0,
@@ -284,6 +300,11 @@ _PROFILES: dict[str, EngineProfile] = {
         _HF_STATIC,
         name="hf-eager",
         cuda_graphs=False,
+        # eager kernels stream and multiply less efficiently than compiled ones, and the host's
+        # launches (which include generate's loop) bound the step: no separate overhead
+        bandwidth_efficiency=0.44,
+        decode_compute_efficiency=0.14,
+        step_overhead_s=0.0,
         layer_dispatch_s=HF_EAGER_LAYER_DISPATCH_S,
         band=HF_EAGER_BAND,
         source="data/calibration/h200-2026-11-26.json and h100-2026-11-26.json (Hugging Face generate, "
