@@ -147,7 +147,7 @@ class EngineProfile:
         launches MLA_DISPATCH_FACTOR times a Llama layer's attention-and-MLP kernels."""
         per_layer = self.prefill_launch_s if prefill else self.layer_dispatch_s
         layer = QK_NORM_DISPATCH_FACTOR if shape.qk_norm else 1.0
-        if shape.kv_lora_rank is not None:  # latent attention: its projections, norms and rope split
+        if shape.is_mla:  # latent attention: its projections, norms and rope split
             layer *= MLA_DISPATCH_FACTOR
         experts = (self.moe_dispatch_factor - 1.0) * QK_NORM_DISPATCH_FACTOR
         return per_layer * (shape.n_layers * layer + shape.n_moe_layers * experts)
