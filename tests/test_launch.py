@@ -124,17 +124,21 @@ def test_rented_recommendations_carry_specs_that_validate(advisor: Advisor, kb: 
     assert options
     for option in options:
         check(option, kb)
-    # among clouds both tools launch on, the first
-    both = rented(
-        answer(
-            advisor,
-            {
-                "workload": {"task": "inference", "model": "llama-3-1-70b"},
-                "constraints": {"acquisition": "rent", "providers": BOTH_TOOLS},
-                "top_k": 5,
-            },
+    # among clouds both tools launch on, the first option on a GPU both tools name
+    both = [
+        option
+        for option in rented(
+            answer(
+                advisor,
+                {
+                    "workload": {"task": "inference", "model": "llama-3-1-70b"},
+                    "constraints": {"acquisition": "rent", "providers": BOTH_TOOLS},
+                    "top_k": 5,
+                },
+            )
         )
-    )
+        if kb.gpus[option.gpu].skypilot_name and kb.gpus[option.gpu].dstack_name
+    ]
     first = both[0]
     assert first.launch is not None and first.launch.skypilot and first.launch.dstack
     assert first.launch.unavailable == {}
@@ -389,11 +393,14 @@ def test_cli_launch_prints_the_first_rented_spec(capsys: pytest.CaptureFixture[s
     assert main([*argv, "--launch", "dstack"]) == EXIT_OK
     dstack = DstackTask.model_validate(parse(capsys.readouterr().out))
     assert main([*argv, "--json"]) == EXIT_OK
-    first = rented(RecommendResponse.model_validate_json(capsys.readouterr().out))[0]
-    assert (
-        sky.resources.accelerators == f"{kb.gpus[first.gpu].skypilot_name}:{first.gpu_count // first.nodes}"
-    )
-    assert dstack.resources.gpu == f"{kb.gpus[first.gpu].dstack_name}:{first.gpu_count // first.nodes}"
+    options = rented(RecommendResponse.model_validate_json(capsys.readouterr().out))
+    # each tool's spec is that of the best option the tool can launch (a GPU it has a name for)
+    first_sky = next(o for o in options if kb.gpus[o.gpu].skypilot_name)
+    first_dstack = next(o for o in options if kb.gpus[o.gpu].dstack_name)
+    per_node = f"{first_sky.gpu_count // first_sky.nodes}"
+    assert sky.resources.accelerators == f"{kb.gpus[first_sky.gpu].skypilot_name}:{per_node}"
+    per_node = f"{first_dstack.gpu_count // first_dstack.nodes}"
+    assert dstack.resources.gpu == f"{kb.gpus[first_dstack.gpu].dstack_name}:{per_node}"
 
 
 def test_cli_launch_without_a_rented_option_says_so(capsys: pytest.CaptureFixture[str]) -> None:

@@ -64,6 +64,50 @@ def test_deepseek_v3_on_8_h200(kb: KB, batch: int, per_user: float) -> None:
     assert speed.tokens_per_s == pytest.approx(per_user, rel=0.35)
 
 
+A100_NVLINK = Links(gpu_to_gpu=300e9, inter_node=25e9, host=32e9, latency_s=10e-6)  # NVLink 3, one way
+
+
+@pytest.mark.parametrize(
+    ("model", "gpus", "measured"),
+    [
+        ("llama-2-7b", 1, 104.9),
+        ("llama-2-7b", 2, 168.84),
+        ("llama-2-7b", 4, 254.02),
+        ("llama-2-7b", 8, 328.43),
+        ("llama-2-70b", 2, 21.32),
+        ("llama-2-70b", 4, 38.01),
+        ("llama-2-70b", 8, 62.50),
+    ],
+)
+def test_batch_one_decode_over_one_to_eight_a100s(kb: KB, model: str, gpus: int, measured: float) -> None:
+    """gpt-fast (torch.compile, CUDA graphs) at batch 1 on A100 80GBs power-limited to 330 W, tensor
+    parallel over 1-8 of them (pytorch-labs/gpt-fast README, "Tensor Parallelism"). Eight GPUs decode
+    Llama-2-7B at 3.3x one, not 8x: each reads 1.7 GB a step, and the step's fixed part bounds it. A share of
+    the bandwidth alone put that figure at 1.58x."""
+    serving = {"avg_input_tokens": 5, "avg_output_tokens": 200}  # gpt-fast's 5-token prompt
+    workload = {"task": "inference", "model": model, "serving": serving}
+    layout = Layout("inference", "bf16", tp=gpus) if gpus > 1 else Layout("inference", "bf16")
+    speed = _speed(kb, workload, "nvidia-a100-sxm-80gb", layout, A100_NVLINK)
+    assert speed.tokens_per_s == pytest.approx(measured, rel=0.35)
+
+
+@pytest.mark.parametrize(("requests", "measured"), [(4, 210), (8, 377), (16, 644), (32, 975), (48, 1190)])
+def test_a_7b_model_on_one_rtx_4090_under_vllm(kb: KB, requests: int, measured: float) -> None:
+    """Mistral-7B in 16 bits under vLLM on one RTX 4090, 256-token prompts and 128 new tokens, the
+    requests in flight held at 4-48: 210-1,190 output tokens/s (mushfiqrahman.dev, "vLLM capacity planning
+    on an RTX 4090", full concurrency sweep). Each request's 128 steps share the GPU with reading every
+    request's prompt, so the output rate counts both. At 0.64 of the bandwidth alone it read 0.78x."""
+    workload = {
+        "task": "inference",
+        "model": "mistral-7b",
+        "batch_size": requests,
+        "serving": {"avg_input_tokens": 256, "avg_output_tokens": 128},
+    }
+    speed = _speed(kb, workload, "nvidia-rtx-4090", Layout("inference", "bf16"))
+    seconds = 128 / speed.tokens_per_s + requests * 256 / speed.prefill_tokens_per_s
+    assert requests * 128 / seconds == pytest.approx(measured, rel=0.35)
+
+
 def test_8b_prefill_on_a_hopper(kb: KB) -> None:
     """An 8B model reads about 32k prompt tokens/s on one Hopper in bf16 (the H200 measurement cited by
     the calibration issue; the H100 SXM has the same 989 TFLOP/s dense bf16 peak). TensorRT-LLM's fp8

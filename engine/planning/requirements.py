@@ -203,6 +203,8 @@ def engine_assumptions(job: Job) -> dict[str, float | str]:
     found["serving_engine"] = job.engine
     found["serving_engine_source"] = engine.source
     found["decode_bandwidth_efficiency"] = engine.bandwidth_efficiency
+    if engine.step_overhead_s > 0:  # what each decode step costs beside the bytes it streams
+        found["decode_step_overhead_s"] = engine.step_overhead_s
     low, high = engine.band
     found["decode_speed_band"] = f"predictions within {low:g}-{high:g} x measured (docs/calibration.md)"
     if engine.layer_dispatch_s > 0:

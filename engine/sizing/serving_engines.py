@@ -77,16 +77,32 @@ at 1.28-1.33x. A flat 0.15 of the peak, fitted to Qwen3-30B-A3B alone, read Mixt
 ENCODER_CEILING = 0.53
 """no encoder is taken to beat a decoder's prefill share (`prefill_efficiency` of vLLM)"""
 
-MOE_LAYER_SECONDS = 102e-6
+MOE_LAYER_SECONDS = 92e-6
 """One MoE layer's fixed cost per decode step on one GPU: Qwen3-30B-A3B in bf16 on an A100 under vLLM
 decodes at 9.6 ms per token at batch 1 (Tenstorrent tt-inference-server GPU reference runs, issue 340),
-of which streaming its 6.1 GB of active weights at 0.64 x 2,039 GB/s takes 4.7 ms: 4.9 ms over 48 MoE
-layers. gpt-oss-120b on one H100 then comes out at ~200 tokens/s, as reported."""
-MOE_TP_GROWTH = 0.59
+of which streaming its 6.1 GB of active weights at 0.80 x 2,039 GB/s takes 3.7 ms and the engine's step
+(VLLM_STEP_OVERHEAD_S) 1.4 ms: 4.4 ms over 48 MoE layers. gpt-oss-120b on one H100 then comes out at 174
+tokens/s, about 200 reported; DeepSeek-V2-Lite on one H100 under SGLang at 177 against 160.8 (SGLang PR
+1401, CUDA graphs, batch 1)."""
+MOE_TP_GROWTH = 0.64
 """Growth of that cost per extra tensor-parallel GPU: DeepSeek-V3 in fp8 on 8 H200s under SGLang
-decodes at 30.3 tokens/s at batch 1 (SGLang PR 2643, TP 8, CUDA graphs), 30.3 ms of its 33 ms step
-beyond streaming (1.5 ms) and all-reduces (1.2 ms): 522 us per MoE layer, 5.1x the one-GPU figure
-(expert matrices split eight ways, an all-reduce and synchronisation per layer)."""
+decodes at 30.3 tokens/s at batch 1 (SGLang PR 2643, TP 8, CUDA graphs), 29.1 ms of its 33 ms step
+beyond streaming (1.1 ms), the engine's step (1.4 ms) and all-reduces (1.2 ms): 502 us per MoE layer,
+5.5x the one-GPU figure (expert matrices split eight ways, an all-reduce and synchronisation per
+layer)."""
+VLLM_STEP_OVERHEAD_S = 1.4e-3
+"""What a CUDA-graph serving engine's decode step costs beside the bytes it streams (s): launching the
+replayed graph, sampling, and handing the new tokens to the scheduler. Fitted with its bandwidth share
+(0.80) to eight batch-1 decodes: Llama-3-8B in bf16 on an H100 under SGLang, 7.06 ms a step (SGLang PR
+1401, triton attention, CUDA graphs), and gpt-fast (torch.compile, CUDA graphs) on A100s power-limited to
+330 W, Llama-2-7B on 1, 2, 4 and 8 GPUs at 104.9, 168.8, 254.0 and 328.4 tokens/s and Llama-2-70B on 2, 4
+and 8 at 21.3, 38.0 and 62.5 (pytorch-labs/gpt-fast README): predicted at 0.96-1.17 of them, 6.6% rms.
+A share of the bandwidth alone (0.64, which fits the H100 figure) put Llama-2-7B on 8 A100s at 1.58x
+(517 tokens/s; the step's fixed part, not the 1.7 GB a GPU reads, bounds it there) and a small model
+far above what an engine reaches: Qwen3-0.6B at 1,800 tokens/s a sequence on an H100, 536 with it.
+A vLLM concurrency sweep of Mistral-7B on one RTX 4090 (256-token prompts, 128 new tokens; 210-1,190
+output tokens/s at 4-48 requests, mushfiqrahman.dev, "vLLM capacity planning on an RTX 4090") reads at
+0.84-0.89 of the prediction with the prompts' reads counted (0.78 without the step's fixed part)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,10 +185,11 @@ _VLLM = EngineProfile(
     name="vllm",
     batched_tokens=8192,
     cuda_graphs=True,
-    # SGLang PR 1401: Llama-3-8B bf16, batch 1, 141.6 tokens/s on an H100: the 15.0 GB a step reads
-    # (the weights less the embedding, a lookup) x 141.6 / 3.35 TB/s = 0.635; gpt-fast reads
-    # Llama-3.1-8B on an A100 at 1,411 of 2,039 GB/s (0.69) counting the embedding.
-    bandwidth_efficiency=0.64,
+    # the weights (less the embedding, a lookup) and KV cache stream at 0.80 of the bandwidth beside a
+    # fixed 1.4 ms a step (VLLM_STEP_OVERHEAD_S): SGLang PR 1401 (Llama-3-8B, H100) and gpt-fast's
+    # A100 runs on 1-8 GPUs
+    bandwidth_efficiency=0.80,
+    step_overhead_s=VLLM_STEP_OVERHEAD_S,
     decode_compute_efficiency=0.4,
     # 8B-class prefill: 32k tokens/s on an H200 (the team's measurement cited in the calibration
     # issue) = 32,000 x 16.4 GFLOP / 989 TFLOP/s.
@@ -181,7 +198,10 @@ _VLLM = EngineProfile(
     # vLLM EngineArgs.gpu_memory_utilization 0.9 (0.92 in the newest releases, vllm/config/cache.py)
     memory_utilization=0.9,
     band=(0.65, 1.35),
-    source="vLLM / SGLang with CUDA graphs: SGLang PR 1401 (Llama-3-8B bf16 batch 1), gpt-fast README",
+    source=(
+        "vLLM / SGLang with CUDA graphs: SGLang PR 1401 (Llama-3-8B bf16 batch 1), gpt-fast README "
+        "(batch 1 on 1-8 A100s)"
+    ),
 )
 HF_EAGER_LAYER_DISPATCH_S = 0.9e-3
 """Host time to launch one Llama-style decoder layer's kernels in Hugging Face eager mode, per forward
@@ -342,7 +362,7 @@ def moe_pass_seconds(shape: TransformerShape, tensor_parallel: int = 1) -> float
 
 
 def moe_layer_seconds(tensor_parallel: int = 1) -> float:
-    """Fixed cost of one MoE layer per decode step (s): ``102 us x (1 + 0.59 (t - 1))`` (see
+    """Fixed cost of one MoE layer per decode step (s): ``92 us x (1 + 0.64 (t - 1))`` (see
     :data:`MOE_LAYER_SECONDS` and :data:`MOE_TP_GROWTH`)."""
     t = check_positive_int("tensor_parallel", tensor_parallel)
     return MOE_LAYER_SECONDS * (1.0 + MOE_TP_GROWTH * (t - 1))
