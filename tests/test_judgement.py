@@ -776,6 +776,24 @@ def test_a_target_that_does_not_fit_states_its_planned_need() -> None:
     assert f"needs {fit.per_gpu_gb:.1f} GB per GPU at best" in fit.why
 
 
+def test_a_fused_loss_is_the_first_way_onto_a_24_gb_card() -> None:
+    """LoRA of Llama 3.1 8B at 2 x 2,048 tokens on one RTX 4090: 27.4 GB at best, of which the logits and
+    the loss's tensors are 2 x 2,048 x 128,256 x 14 bytes = 7.4 GB (kept_activations.py). A fused
+    cross-entropy (Liger Kernel, Hsu et al. 2024) never holds them: the way that changes neither the method
+    nor the card comes first, with the memory it leaves, and asking for it makes the card fit."""
+    workload = {"task": "lora", "model": "llama-3-1-8b", "batch_size": 2, "seq_len": 2048}
+    target = {"target_hardware": {"gpu": "nvidia-rtx-4090", "count": 1}}
+    fit = ask(workload, target).target_fit
+    assert fit is not None and not fit.fits
+    first = fit.alternatives[0]
+    assert first.startswith("a fused cross-entropy loss (workload.fused_loss")
+    left = float(re.search(r"([\d.]+) GB per GPU", first).group(1))  # type: ignore[union-attr]
+    assert left == pytest.approx(fit.per_gpu_gb - 2 * 2048 * 128_256 * 14 / 1e9, abs=0.2)
+    fused = ask({**workload, "fused_loss": True}, target).target_fit
+    assert fused is not None and fused.fits and fused.per_gpu_gb == pytest.approx(left, abs=0.05)
+    assert not any("fused" in way for way in fused.alternatives)
+
+
 def test_owned_hardware_a_rule_drops_is_listed_as_rejected() -> None:
     """Round 4, #39 (nanoGPT issue 363): GPT-2 124M on 295B tokens takes an RTX 4090 past the default
     month; the card the asker owns is named among the rejections, with the rule."""

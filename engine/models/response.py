@@ -261,7 +261,8 @@ class TargetFit(ResponseModel):
     vram_per_gpu_gb: float = Field(description="memory of each target GPU the job can use, GB")
     why: str = Field(description="the verdict in words, with ways to make it run when it does not fit")
     alternatives: list[str] = Field(
-        description="what fits: another method, lower-precision weights, offload, parallelism, more GPUs"
+        description="what fits: a fused loss, another method, lower-precision weights, offload, parallelism, "
+        "more GPUs"
     )
     throughput: Throughput | None = Field(
         None, description="the speed of the best plan on the target, when one passes every constraint"

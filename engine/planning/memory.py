@@ -189,26 +189,33 @@ finds adapters on all linear layers needed to match full fine-tuning, and PEFT's
 TRL's recipes default to it."""
 
 
-def trained_part(layout: Layout) -> TrainedPart:
+def trained_part(layout: Layout, stack: str = "huggingface") -> TrainedPart:
     """How a layout's stack holds activations: fp32 weights under autocast for full training (an fp32
-    residual stream), a 16-bit base for LoRA and QLoRA, fp32 throughout for fp32 training."""
+    residual stream), a 16-bit base for LoRA and QLoRA, fp32 throughout for fp32 training. A tuned
+    stack computes with 16-bit copies of its weights, so its residual stream is 16-bit too (Megatron-LM's
+    `fp32_residual_connection` is off by default; torchtitan's FSDP2 mixed precision casts the
+    parameters to bf16 for the forward)."""
     compute = 4.0 if layout.precision == "fp32" else 2.0
     if layout.method in ADAPTER_METHODS:
         return TrainedPart(adapters=LORA_TARGETS, residual_bytes=compute, compute_bytes=compute)
-    return TrainedPart(adapters=None, residual_bytes=4.0, compute_bytes=compute)
+    residual = 4.0 if stack == "huggingface" else compute
+    return TrainedPart(adapters=None, residual_bytes=residual, compute_bytes=compute)
 
 
 def _activations(job: Job, layout: Layout) -> float:
     """The activations and logits one GPU keeps for its micro-batch (engine/sizing/kept_activations)."""
     # Tensor parallelism splits activations; a pipeline does not (Korthikanti et al. 2022, Sec. 4.2.3).
+    # A tuned stack runs sequence parallelism beside it (Megatron-LM's --sequence-parallel, torchtitan's
+    # tensor-parallel plan), which splits the rest.
     ways = layout.tp if layout.split == "tensor" else 1
     kept = kept_activations(
         job.shape,
         micro_batch(job, layout) * job.seq_len,
-        trained_part(layout),
+        trained_part(layout, job.training_stack),
         checkpointing=layout.checkpointing,
         fused_loss=job.fused_loss,
         tensor_parallel=ways,
+        sequence_parallel=ways > 1 and job.training_stack != "huggingface",
     )
     return kept.total
 

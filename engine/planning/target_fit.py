@@ -4,11 +4,14 @@ answer layer words it (engine/answer/target.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 from engine.models.kb import Gpu
+from engine.planning.memory import per_gpu
 from engine.planning.plan_space import Spec
 from engine.planning.planner import Planner
+from engine.sizing import GB
 
 SCALE_OUT_COUNTS = (2, 4, 8, 16, 32, 64)
 """GPU counts tried, beyond the target's, for a plan as asked when it does not fit"""
@@ -26,7 +29,8 @@ class Fit:
     """bytes per GPU a plan may use there"""
     fits: bool
     alternatives: tuple[str, ...]
-    """the ways that fit: another method or precision, offload, parallelism, checkpointing, more GPUs"""
+    """the ways that fit: a fused loss, another method or precision, offload, parallelism, checkpointing,
+    more GPUs"""
     room: str
     """what one GPU offers a plan, in words (`PlanFit.room`)"""
     strategies: tuple[str, ...]
@@ -53,8 +57,33 @@ def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
         if label and label not in alternatives:
             alternatives.append(label)
     if not fits:
+        fused = _fused_loss(planner, totals, asked, precision, usable)
+        alternatives[:0] = [fused] if fused else []  # the change that leaves the plan as it is
         alternatives.extend(_scale_out(planner, gpu, count, asked, precision))
     return Fit(precision, True, least, usable, fits, tuple(alternatives), room, strategies)
+
+
+def _fused_loss(
+    planner: Planner, specs: Iterable[Spec], asked: str, precision: str, usable: float
+) -> str | None:
+    """A fused linear cross-entropy, in words with the memory it leaves, where a training job holds its
+    logits (no `workload.fused_loss`) and the least plan as asked fits without them. The logits and the
+    loss's tensors take 14 bytes a logit (engine/sizing/kept_activations.py): Llama 3.1 8B's LoRA at
+    2 x 2,048 tokens holds 7.4 GB of them, the difference between a 24 GB card and none. Liger Kernel
+    computes the loss chunk by chunk (Hsu et al. 2024, arXiv 2410.10989)."""
+    job = planner.job
+    if job.task == "inference" or job.fused_loss:
+        return None
+    fused = replace(job, fused_loss=True)
+    least = min(
+        (per_gpu(fused, spec.layout).total for spec in specs if _as_asked(spec, asked, precision)),
+        default=float("inf"),
+    )
+    if least > usable:
+        return None
+    return (
+        f"a fused cross-entropy loss (workload.fused_loss, as in Liger Kernel), {least / GB:.1f} GB per GPU"
+    )
 
 
 def _as_asked(spec: Spec, asked: str, precision: str) -> bool:

@@ -122,7 +122,12 @@ def _mlp(width: int, shape: TransformerShape, part: TrainedPart) -> float:
 
 
 def kept_bytes_per_token_layer(
-    shape: TransformerShape, part: TrainedPart, *, moe_layer: bool = False, tensor_parallel: int = 1
+    shape: TransformerShape,
+    part: TrainedPart,
+    *,
+    moe_layer: bool = False,
+    tensor_parallel: int = 1,
+    sequence_parallel: bool = False,
 ) -> float:
     """Bytes one transformer layer keeps per token for the backward pass (bytes).
 
@@ -137,7 +142,10 @@ def kept_bytes_per_token_layer(
     An MoE layer keeps its MLP once per routed expert a token visits and per shared expert, plus the
     gathered input and the weighted output per routed expert and the fp32 router logits.
     Tensor parallelism splits what lies between the column- and row-parallel layers (attention and MLP)
-    and replicates the norms and their outputs (Korthikanti et al. 2022, Sec. 4.2.1).
+    and replicates the norms and their outputs (Korthikanti et al. 2022, Sec. 4.2.1); with sequence
+    parallelism, which Megatron-LM and torchtitan run beside it, each rank keeps its share of the
+    sequence in the norms and the residual stream too, and the whole layer is split (Sec. 4.2.2:
+    ``34 s b h / t``).
     """
     t = check_positive_int("tensor_parallel", tensor_parallel)
     rms = shape.norm == "rmsnorm"
@@ -155,7 +163,7 @@ def kept_bytes_per_token_layer(
         mlp = _mlp(shape.intermediate_size, shape, part)
         replicated = norms + attention_in + mlp_in  # each rank keeps its copy of the whole input
     split = _attention(shape, part) + mlp
-    return replicated + split / t
+    return (replicated + split) / t if sequence_parallel else replicated + split / t
 
 
 def loss_bytes_per_token(
@@ -202,6 +210,7 @@ def kept_activations(
     checkpointing: bool = False,
     fused_loss: bool = False,
     tensor_parallel: int = 1,
+    sequence_parallel: bool = False,
 ) -> KeptActivations:
     """A training step's activations and logits for ``tokens`` tokens (micro-batch x sequence) (bytes).
 
@@ -215,27 +224,40 @@ def kept_activations(
     """
     n = check_positive_int("tokens", tokens)
     check_positive("residual_bytes", part.residual_bytes)
-    layers, head, loss = _per_token(shape, part, checkpointing, fused_loss, tensor_parallel)
+    layers, head, loss = _per_token(
+        shape, part, checkpointing, fused_loss, tensor_parallel, sequence_parallel
+    )
     return KeptActivations(layers=n * layers, head=n * head, loss=n * loss)
 
 
 @lru_cache(maxsize=4096)
 def _per_token(
-    shape: TransformerShape, part: TrainedPart, checkpointing: bool, fused_loss: bool, tensor_parallel: int
+    shape: TransformerShape,
+    part: TrainedPart,
+    checkpointing: bool,
+    fused_loss: bool,
+    tensor_parallel: int,
+    sequence_parallel: bool,
 ) -> tuple[float, float, float]:
     """Per token: the layers', the head's and the loss's bytes (pure, so computed once per layout:
-    a search sizes hundreds of plans of a few layouts)."""
-    t = tensor_parallel
-    dense = kept_bytes_per_token_layer(shape, part, tensor_parallel=t)
-    moe = kept_bytes_per_token_layer(shape, part, moe_layer=True, tensor_parallel=t) if shape.is_moe else 0.0
+    a search sizes hundreds of plans of a few layouts). Sequence parallelism splits what tensor
+    parallelism alone replicates: the layers' inputs kept by checkpointing and the head's norm."""
+    t, sp = tensor_parallel, sequence_parallel
+    dense = kept_bytes_per_token_layer(shape, part, tensor_parallel=t, sequence_parallel=sp)
+    moe = (
+        kept_bytes_per_token_layer(shape, part, moe_layer=True, tensor_parallel=t, sequence_parallel=sp)
+        if shape.is_moe
+        else 0.0
+    )
     per_token = shape.n_dense_layers * dense + shape.n_moe_layers * moe
+    replicated = t if sp else 1
     if checkpointing:
-        layer_inputs = shape.n_layers * part.residual_bytes * shape.hidden_size
+        layer_inputs = shape.n_layers * part.residual_bytes * shape.hidden_size / replicated
         per_token = layer_inputs + max(dense, moe)
     rms = shape.norm == "rmsnorm"
-    head = _norm(shape.hidden_size, part, rms) + (
-        part.compute_bytes * shape.hidden_size if part.full else 0.0
-    )
+    head = (
+        _norm(shape.hidden_size, part, rms) + (part.compute_bytes * shape.hidden_size if part.full else 0.0)
+    ) / replicated
     loss = loss_bytes_per_token(
         shape.vocab_size,
         fused=fused_loss,
