@@ -141,6 +141,24 @@ def test_a_tensor_split_adds_bandwidth_and_a_pipeline_decodes_at_one_gpus_speed(
     assert tensor.tokens_per_s == pytest.approx(1 / step, rel=1e-9)  # rel: the 1e30 link's residue
 
 
+def test_a_training_pipeline_pays_its_bubble_not_all_reduces(kb: KB, h100: Gpu) -> None:
+    """A pipeline's stages hand one activation tensor to the next; they do not all-reduce each layer as
+    a tensor-parallel group does, so the link's speed does not slow them. What a pipeline of p stages
+    loses is its fill and drain: (p - 1) idle slots of every m + p - 1 (Narayanan et al. 2021, arXiv
+    2104.04473, Sec. 2.2.1). A tuned stack, so that nothing else in the step depends on m."""
+    job = job_of(kb, task="pretrain", model="llama-3-1-8b", seq_len=2048, training_stack="megatron-lm")
+    layout = Layout("pretrain", "bf16", tp=4, split="pipeline", checkpointing=True)
+    pcie = Links(gpu_to_gpu=32e9, inter_node=12.5e9, host=32e9, latency_s=24e-6)
+    many = training_speed(job, h100, layout, FAST, micro_steps=1000)
+    slow_link = training_speed(job, h100, layout, pcie, micro_steps=1000)
+    few = training_speed(job, h100, layout, FAST, micro_steps=4)
+    assert many is not None and slow_link is not None and few is not None
+    assert slow_link.aggregate_tokens_per_s == pytest.approx(many.aggregate_tokens_per_s, rel=1e-12)
+    assert few.aggregate_tokens_per_s / many.aggregate_tokens_per_s == pytest.approx(
+        (1 + 3 / 1000) / (1 + 3 / 4), rel=1e-12
+    )
+
+
 def test_every_sequence_in_flight_decodes_at_the_step_rate(kb: KB, h100: Gpu) -> None:
     job = job_of(kb, task="inference", model="llama-3-1-8b", seq_len=2048, batch_size=8, precision="bf16")
     layout = Layout("inference", "bf16", dp=2)

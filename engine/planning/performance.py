@@ -476,8 +476,9 @@ def _tensor_parallel_seconds(
     job: Job, layout: Layout, tokens: int, links: Links, nodes: int, data_link: float
 ) -> float:
     """A training micro-step's tensor-parallel all-reduces, for the `tokens` of one data-parallel rank
-    (TP_TRAINING_COMM_FACTOR times a forward pass's); 0 without tensor parallelism."""
-    if layout.tp <= 1:
+    (TP_TRAINING_COMM_FACTOR times a forward pass's); 0 without tensor parallelism (a pipeline's stages
+    pass one activation tensor to the next instead, behind the compute)."""
+    if layout.tp <= 1 or layout.split != "tensor":
         return 0.0
     shape = job.shape
     return TP_TRAINING_COMM_FACTOR * tensor_parallel_comm_seconds.unchecked(
@@ -487,6 +488,15 @@ def _tensor_parallel_seconds(
         layout.tp,
         _tensor_link(layout, links, nodes, data_link),
     )
+
+
+def _pipeline_bubble(layout: Layout, micro_steps: float) -> float:
+    """How much longer a micro-step takes in a pipeline of p stages: each optimizer step's m micro-batches
+    fill and drain it, the first stage idle p - 1 slots of m + p - 1 (1F1B or GPipe, Narayanan et al.
+    2021, arXiv 2104.04473, Sec. 2.2.1: bubble fraction (p - 1) / m); 1 without a pipeline."""
+    if layout.split != "pipeline" or layout.tp <= 1:
+        return 1.0
+    return 1.0 + (layout.tp - 1) / micro_steps
 
 
 def _tensor_link(layout: Layout, links: Links, nodes: int, data_link: float) -> float:
@@ -550,6 +560,7 @@ def training_speed(
         link = check_positive("link_bandwidth_bytes_per_s", link)
     step = compute + _exposed_sync(layout, trained, compute, link, micro_steps)
     step += _tensor_parallel_seconds(job, layout, step_tokens // layout.dp, links, nodes, link)
+    step *= _pipeline_bubble(layout, micro_steps)
     if layout.offload:
         step += 2.0 * 2.0 * trained / gpus / links.host
         # the optimizer step on each node's CPUs, once per optimizer step, over that node's share
