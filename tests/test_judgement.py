@@ -794,6 +794,29 @@ def test_a_fused_loss_is_the_first_way_onto_a_24_gb_card() -> None:
     assert not any("fused" in way for way in fused.alternatives)
 
 
+def test_a_70b_pretraining_runs_on_h100s_with_a_distributed_optimizer() -> None:
+    """Llama 3.1 70B pretrained on 50B tokens, rented NVIDIA GPUs: tensor parallel 8 alone holds 18 bytes
+    a parameter of its 8.8B-parameter shard, 159 GB a GPU, and ZeRO-3 over the hosts' links moves the
+    whole model three times a micro-step, so only 180 GB-class cards ran it. Megatron-LM's distributed
+    optimizer shards the master weights and Adam's moments over the 8 data-parallel copies: 6 + 12/8 bytes
+    a parameter (Megatron-LM, docs/source/api-guide/dist_optimizer.md), 66 GB of model states, and 64
+    H100s run it."""
+    answer = ask(
+        {"task": "pretrain", "model": "llama-3-1-70b", "training_tokens_b": 50},
+        {"acquisition": "rent", "vendors": ["nvidia"]},
+        top_k=8,
+    )
+    h100 = [r for r in answer.recommendations if r.gpu == "nvidia-h100-sxm"]
+    assert h100, [(r.gpu, r.parallelism) for r in answer.recommendations]
+    plan = h100[0]
+    assert plan.parallelism == ["tensor-parallel", "zero-1"] and plan.tp_degree == 8
+    states = (
+        plan.memory.weights_per_gpu_gb + plan.memory.gradients_per_gpu_gb + plan.memory.optimizer_per_gpu_gb
+    )
+    assert states == pytest.approx(70.55 / 8 * (6 + 12 / (plan.gpu_count // 8)), rel=0.02)
+    assert plan.memory.per_gpu_gb < plan.memory.reported_gb
+
+
 def test_owned_hardware_a_rule_drops_is_listed_as_rejected() -> None:
     """Round 4, #39 (nanoGPT issue 363): GPT-2 124M on 295B tokens takes an RTX 4090 past the default
     month; the card the asker owns is named among the rejections, with the rule."""

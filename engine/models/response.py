@@ -209,7 +209,8 @@ class Recommendation(ResponseModel):
     parallelism: list[str] = Field(
         description="multi-GPU strategies used, empty on one GPU: replicas | ddp | zero-1 | zero-2 | "
         "zero-3 | fsdp-full-shard | tensor-parallel | pipeline-parallel | offload (zero-1 and zero-2 "
-        "only when the request lists them)"
+        "alone only when the request lists them; tensor-parallel with zero-1 is a distributed optimizer "
+        "beside tensor parallelism, for training a model of 13B or more)"
     )
     tp_degree: int = Field(description="GPUs each copy of the weights is split over by tensor parallelism")
     offload: bool = Field(description="optimizer states and master weights live in host memory")

@@ -16,6 +16,9 @@ PRECISION_ORDER = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 TRAINING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 SHARDED_NAMES = ("zero-3", "fsdp-full-shard")
 PARTIAL_ZERO = {1: "zero-1", 2: "zero-2"}
+DISTRIBUTED_OPTIMIZER = "distributed-optimizer"
+"""tensor parallelism with the optimizer states sharded over the data-parallel copies (Megatron-LM's
+distributed optimizer, ZeRO stage 1), suggested for large models' training"""
 """ZeRO stages below full sharding, planned when the request lists them: with the same memory per GPU
 as DDP for the weights, they suit a team whose stack already runs them (ZeRO-1 on 64 GPUs)"""
 
@@ -48,7 +51,7 @@ def plan_specs(space: PlanSpace, count: int, per_node: int) -> tuple[Spec, ...]:
         Spec(
             Layout(method, precision, tp, split, dp, zero, offload, ckpt),
             strategy,
-            _parallelism(strategy, tp, space.sharded_name),
+            _parallelism(strategy, zero, space.sharded_name),
         )
         for method, precisions in space.precisions
         for precision in precisions
@@ -112,6 +115,10 @@ def _training_layouts(
     if "pipeline-parallel" in strategies:
         for pp in stages:
             yield "pipeline-parallel", pp, count // pp, "pipeline", 0, False
+    if "tensor-parallel" in strategies and DISTRIBUTED_OPTIMIZER in strategies:
+        # last: tried only where neither plain tensor parallelism nor full sharding runs the job
+        for tp in (w for w in ways if w <= per_node and count // w > 1):
+            yield "tensor-parallel", tp, count // tp, "tensor", 1, False
 
 
 NATIVE_ATTRIBUTE = {"fp8": "fp8_native", "bf16": "bf16_native"}
@@ -167,9 +174,11 @@ def _methods(task: str, policy: Policy) -> list[str]:
     return [task] + [m for m in METHOD_ORDER[start + 1 :] if m in suggested]
 
 
-def _parallelism(strategy: str, tp: int, sharded_name: str | None) -> tuple[str, ...]:
+def _parallelism(strategy: str, zero: int, sharded_name: str | None) -> tuple[str, ...]:
     if strategy == "offload":
         return (sharded_name or "zero-3", "offload")
     if strategy == "single":
         return ()
+    if strategy == "tensor-parallel" and zero == 1:
+        return (strategy, PARTIAL_ZERO[1])  # the distributed optimizer beside it
     return (strategy,)
