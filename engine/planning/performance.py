@@ -527,8 +527,9 @@ def training_speed(
     Each data-parallel replica runs at least one sequence per micro-step. Per micro-step: compute (the
     FLOPs the method does per token, `training_flops`, at the share of the peak the job's stack reaches
     at the model's width, engine/sizing/training_speed.py) + the communication left
-    exposed + tensor-parallel all-reduces + with offload the 16-bit gradients and weights of the trained
-    parameters crossing the host link. The exposed communication follows how the frameworks run:
+    exposed + tensor-parallel all-reduces (x a pipeline's bubble) + with offload the 16-bit gradients and
+    weights of the trained parameters crossing the host link. The exposed communication follows how the
+    frameworks run:
     - DDP all-reduces gradients once per optimizer step of GLOBAL_BATCH_TOKENS (micro-steps accumulate),
       bucketed during the last micro-step's backward pass (Li et al. 2020, PyTorch Distributed, Sec.
       3.2.3), so only what the backward (2/3 of the compute) cannot hide is added, spread over the
