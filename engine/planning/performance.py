@@ -472,9 +472,7 @@ def _exposed_sync(layout: Layout, trained: float, compute: float, link: float, m
     return max(0.0, sync - BACKWARD_SHARE * compute) / micro_steps
 
 
-def _tensor_parallel_seconds(
-    job: Job, layout: Layout, tokens: int, links: Links, nodes: int, data_link: float
-) -> float:
+def _tensor_parallel_seconds(job: Job, layout: Layout, tokens: int, link: float) -> float:
     """A training micro-step's tensor-parallel all-reduces, for the `tokens` of one data-parallel rank
     (TP_TRAINING_COMM_FACTOR times a forward pass's); 0 without tensor parallelism (a pipeline's stages
     pass one activation tensor to the next instead, behind the compute)."""
@@ -486,7 +484,7 @@ def _tensor_parallel_seconds(
         shape.hidden_size,
         shape.n_layers,
         layout.tp,
-        _tensor_link(layout, links, nodes, data_link),
+        link,
     )
 
 
@@ -505,10 +503,8 @@ def _tensor_link(layout: Layout, links: Links, nodes: int, data_link: float) -> 
     the GPUs of a server, data or pipeline parallelism across servers); else the data-parallel link.
     Across nodes' links, a 70B model's all-reduces on 32 nodes of 8 H100s took three times its compute
     (torchtitan's 829 tokens/s a GPU, FSDP 32 x TP 8, were predicted at 294)."""
-    per_node = layout.tp * layout.dp // nodes
-    return (
-        check_positive("link_bandwidth_bytes_per_s", links.gpu_to_gpu) if layout.tp <= per_node else data_link
-    )
+    # `training_speed` has checked the data-parallel link, which is at most the GPUs' own
+    return links.gpu_to_gpu if layout.tp <= layout.tp * layout.dp // nodes else data_link
 
 
 def training_speed(
@@ -560,7 +556,8 @@ def training_speed(
     if layout.dp > 1 or layout.tp > 1:  # the sizing below is unchecked, and a KB link may be 0
         link = check_positive("link_bandwidth_bytes_per_s", link)
     step = compute + _exposed_sync(layout, trained, compute, link, micro_steps)
-    step += _tensor_parallel_seconds(job, layout, step_tokens // layout.dp, links, nodes, link)
+    tensor_link = _tensor_link(layout, links, nodes, link)
+    step += _tensor_parallel_seconds(job, layout, step_tokens // layout.dp, tensor_link)
     step *= _pipeline_bubble(layout, micro_steps)
     if layout.offload:
         step += 2.0 * 2.0 * trained / gpus / links.host

@@ -250,14 +250,14 @@ def _per_token(
         else 0.0
     )
     per_token = shape.n_dense_layers * dense + shape.n_moe_layers * moe
-    replicated = t if sp else 1
+    sequence_ways = t if sp else 1  # what tensor parallelism alone keeps whole, sequence parallelism splits
     if checkpointing:
-        layer_inputs = shape.n_layers * part.residual_bytes * shape.hidden_size / replicated
+        layer_inputs = shape.n_layers * part.residual_bytes * shape.hidden_size / sequence_ways
         per_token = layer_inputs + max(dense, moe)
     rms = shape.norm == "rmsnorm"
     head = (
         _norm(shape.hidden_size, part, rms) + (part.compute_bytes * shape.hidden_size if part.full else 0.0)
-    ) / replicated
+    ) / sequence_ways
     loss = loss_bytes_per_token(
         shape.vocab_size,
         fused=fused_loss,
