@@ -210,7 +210,8 @@ class Recommendation(ResponseModel):
         description="multi-GPU strategies used, empty on one GPU: replicas | ddp | zero-1 | zero-2 | "
         "zero-3 | fsdp-full-shard | tensor-parallel | pipeline-parallel | offload (zero-1 and zero-2 "
         "alone only when the request lists them; tensor-parallel with zero-1 is a distributed optimizer "
-        "beside tensor parallelism, for training a model of 13B or more)"
+        "beside tensor parallelism, for training a model of 13B or more; zero-3 or fsdp-full-shard with "
+        "hybrid-shard shards inside each node and keeps a copy per node, on several nodes)"
     )
     tp_degree: int = Field(description="GPUs each copy of the weights is split over by tensor parallelism")
     offload: bool = Field(description="optimizer states and master weights live in host memory")

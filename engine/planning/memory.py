@@ -3,7 +3,8 @@
 Pure composition of the sizing functions (engine/sizing); the formulas and their sources live there.
 A layout is how the job is spread over the GPUs of one replica: `tp` ways of tensor (or pipeline)
 splitting, `dp` data-parallel ranks, and the ZeRO stage its model states are sharded to
-(1-3; stage 3 is FSDP full sharding) and whether they are offloaded.
+(1-3; stage 3 is FSDP full sharding), over all the ranks or, hybrid, over each node's (`shard`), and
+whether they are offloaded.
 """
 
 from __future__ import annotations
@@ -67,6 +68,14 @@ class Layout:
     whatever `zero` says, the only stage the planner offloads with"""
     checkpointing: bool = False
     """activation recomputation (full)"""
+    shard: int = 0
+    """ZeRO-3: the data-parallel ranks one copy of the model states is sharded over, where fewer than `dp`
+    (hybrid sharding: sharded inside each node, whole copies across nodes); 0 for all of them"""
+
+    @property
+    def shard_ways(self) -> int:
+        """The ranks each model state is split over by ZeRO (all `dp` unless the sharding is hybrid)."""
+        return self.shard or self.dp
 
 
 @dataclass(frozen=True)
@@ -224,7 +233,7 @@ def _full_training(job: Job, layout: Layout, *, gradients_resident: bool = True)
     fp32 = layout.precision == "fp32"
     states = model_state_memory(
         job.params / layout.tp,
-        n_gpus=layout.dp,
+        n_gpus=layout.shard_ways,
         sharding="zero3" if layout.offload else ZERO_SHARDING[layout.zero],
         optimizer=job.optimizer,
         weight_bytes=4.0 if fp32 else 2.0,
@@ -258,7 +267,7 @@ def _adapters(job: Job, layout: Layout) -> Breakdown:
     peft = _peft(job.shape, job.lora_rank, layout.method == "qlora", base_bytes, job.optimizer)
     # The shape's count can differ from the stated size (estimated shapes): scale the frozen base to it.
     base = peft.base_weights_bytes * job.params / total_params(job.shape)
-    shards = layout.tp * (layout.dp if layout.zero == 3 else 1)  # ZeRO-1/2 keep the frozen base whole
+    shards = layout.tp * (layout.shard_ways if layout.zero == 3 else 1)  # ZeRO-1/2 keep the base whole
     return Breakdown(
         weights=base / shards + peft.adapter.weights_bytes,
         gradients=peft.adapter.gradients_bytes,

@@ -16,6 +16,10 @@ PRECISION_ORDER = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 TRAINING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 SHARDED_NAMES = ("zero-3", "fsdp-full-shard")
 PARTIAL_ZERO = {1: "zero-1", 2: "zero-2"}
+HYBRID_SHARD = "hybrid-shard"
+"""ZeRO-3 / FSDP sharding inside each node, whole copies across nodes (PyTorch FSDP's HYBRID_SHARD,
+torchtitan's HSDP, DeepSpeed's MiCS and ZeRO++ hpZ): tried first on several nodes, where the rules
+suggest it, as it moves a node's share of DDP's traffic across the network"""
 DISTRIBUTED_OPTIMIZER = "distributed-optimizer"
 """tensor parallelism with the optimizer states sharded over the data-parallel copies (Megatron-LM's
 distributed optimizer, ZeRO stage 1), suggested for large models' training"""
@@ -49,21 +53,23 @@ def plan_specs(space: PlanSpace, count: int, per_node: int) -> tuple[Spec, ...]:
     distinct arguments, so built once per plan space; the specs are immutable)."""
     return tuple(
         Spec(
-            Layout(method, precision, tp, split, dp, zero, offload, ckpt),
+            Layout(method, precision, tp, split, dp, zero, offload, ckpt, shard),
             strategy,
-            _parallelism(strategy, zero, space.sharded_name),
+            _parallelism(strategy, zero, space.sharded_name, hybrid=shard > 0),
         )
         for method, precisions in space.precisions
         for precision in precisions
-        for strategy, tp, dp, split, zero, offload in _layouts(space, method, count, per_node)
+        for strategy, tp, dp, split, zero, offload, shard in _layouts(space, method, count, per_node)
         for ckpt in (space.checkpointing if method != "inference" else (False,))
     )
 
 
-def _layouts(
-    space: PlanSpace, method: str, count: int, per_node: int
-) -> Iterator[tuple[str, int, int, Split, int, bool]]:
-    """(strategy, tp, dp, split, ZeRO stage, offload) for each layout of `count` GPUs, in preference order."""
+LayoutRow = tuple[str, int, int, Split, int, bool, int]
+"""(strategy, tp, dp, split, ZeRO stage, offload, ZeRO-3 shard group) of one layout"""
+
+
+def _layouts(space: PlanSpace, method: str, count: int, per_node: int) -> Iterator[LayoutRow]:
+    """The layouts of `count` GPUs, in preference order."""
     ways = [w for w in (2, 4, 8, 16, 32, 64) if w <= count and count % w == 0]
     # Tensor parallelism splits attention heads, so it takes a power of two; pipeline stages
     # can be any number (vLLM and DeepSpeed take e.g. 3), so all `count` GPUs can form one.
@@ -73,52 +79,56 @@ def _layouts(
         return
     yield from _training_layouts(space, count, per_node, ways, stages)
     if "offload" in space.strategies and method in ("pretrain", "full_finetune"):
-        yield "offload", 1, count, "tensor", 3, True
+        yield "offload", 1, count, "tensor", 3, True, 0
 
 
 def _serving_layouts(
     space: PlanSpace, count: int, per_node: int, ways: list[int], stages: list[int]
-) -> Iterator[tuple[str, int, int, Split, int, bool]]:
+) -> Iterator[LayoutRow]:
     """Replicas beyond the sequences in flight would idle (a serving fleet grows by copies)."""
     if count == 1:
-        yield "single", 1, 1, "tensor", 0, False
+        yield "single", 1, 1, "tensor", 0, False, 0
     elif count <= space.batch:
-        yield "replicas", 1, count, "tensor", 0, False
+        yield "replicas", 1, count, "tensor", 0, False, 0
     busy = [w for w in ways if count // w <= space.batch]
     if "tensor-parallel" in space.strategies:
         for tp in (w for w in busy if w <= per_node):
-            yield "tensor-parallel", tp, count // tp, "tensor", 0, False
+            yield "tensor-parallel", tp, count // tp, "tensor", 0, False, 0
     if "pipeline-parallel" in space.strategies:
         for pp in (s for s in stages if count // s <= space.batch):
-            yield "pipeline-parallel", pp, count // pp, "pipeline", 0, False
+            yield "pipeline-parallel", pp, count // pp, "pipeline", 0, False, 0
 
 
 def _training_layouts(
     space: PlanSpace, count: int, per_node: int, ways: list[int], stages: list[int]
-) -> Iterator[tuple[str, int, int, Split, int, bool]]:
-    """One GPU, else data parallel, the ZeRO stages listed, full sharding, tensor and pipeline
-    parallelism, each where the rules suggest it."""
+) -> Iterator[LayoutRow]:
+    """One GPU, else (on several nodes) hybrid sharding, data parallel, the ZeRO stages listed, full
+    sharding, tensor and pipeline parallelism, each where the rules suggest it."""
     strategies = space.strategies
     if count == 1:
-        yield "single", 1, 1, "tensor", 0, False
+        yield "single", 1, 1, "tensor", 0, False, 0
         return
+    if space.sharded_name and HYBRID_SHARD in strategies and 1 < per_node < count:
+        # first on several nodes: each node holds a whole sharded copy, so only a node's share of
+        # DDP's gradient traffic crosses the network (rule hybrid-shard-across-nodes)
+        yield space.sharded_name, 1, count, "tensor", 3, False, per_node
     if "ddp" in strategies:
-        yield "ddp", 1, count, "tensor", 0, False
+        yield "ddp", 1, count, "tensor", 0, False, 0
     for stage, name in PARTIAL_ZERO.items():  # only where the request lists them (their rules)
         if name in strategies:
-            yield name, 1, count, "tensor", stage, False
+            yield name, 1, count, "tensor", stage, False, 0
     if space.sharded_name:
-        yield space.sharded_name, 1, count, "tensor", 3, False
+        yield space.sharded_name, 1, count, "tensor", 3, False, 0
     if "tensor-parallel" in strategies:
         for tp in (w for w in ways if w <= per_node):
-            yield "tensor-parallel", tp, count // tp, "tensor", 0, False
+            yield "tensor-parallel", tp, count // tp, "tensor", 0, False, 0
     if "pipeline-parallel" in strategies:
         for pp in stages:
-            yield "pipeline-parallel", pp, count // pp, "pipeline", 0, False
+            yield "pipeline-parallel", pp, count // pp, "pipeline", 0, False, 0
     if "tensor-parallel" in strategies and DISTRIBUTED_OPTIMIZER in strategies:
         # last: tried only where neither plain tensor parallelism nor full sharding runs the job
         for tp in (w for w in ways if w <= per_node and count // w > 1):
-            yield "tensor-parallel", tp, count // tp, "tensor", 1, False
+            yield "tensor-parallel", tp, count // tp, "tensor", 1, False, 0
 
 
 NATIVE_ATTRIBUTE = {"fp8": "fp8_native", "bf16": "bf16_native"}
@@ -174,7 +184,11 @@ def _methods(task: str, policy: Policy) -> list[str]:
     return [task] + [m for m in METHOD_ORDER[start + 1 :] if m in suggested]
 
 
-def _parallelism(strategy: str, zero: int, sharded_name: str | None) -> tuple[str, ...]:
+def _parallelism(
+    strategy: str, zero: int, sharded_name: str | None, *, hybrid: bool = False
+) -> tuple[str, ...]:
+    if hybrid:
+        return (strategy, HYBRID_SHARD)
     if strategy == "offload":
         return (sharded_name or "zero-3", "offload")
     if strategy == "single":
