@@ -291,6 +291,7 @@ class Advisor:
                 best_on_target,
                 precision if target is None or best_on_target is None else target.precision,
                 policy.role("budget"),
+                None if found.way_out is None else found.way_out.candidate,
             ),
             recommendations=[
                 recommendation(i + 1, r, policy, outcome, job, cited, providers, first_words(found, i))

@@ -837,6 +837,27 @@ def test_a_13b_fine_tune_over_eight_nodes_shards_inside_each_node() -> None:
     assert h100.throughput.tokens_per_s > 2.5 * a100.throughput.tokens_per_s
 
 
+def test_a_pretraining_run_past_its_deadline_says_how_large_a_cluster_would_finish_it() -> None:
+    """Llama 3.1 70B pretrained on 1T tokens within the default 720 h: 6 x 70.6B x 1e12 FLOPs, about 1.1e8
+    B300-hours at 37% of a B300's 2.25 dense bf16 PFLOPS, so the largest offer (64 GPUs) takes about
+    2,200 h. The answer quotes that option's own hours beside the way out (an arbitrary option's, 215,956
+    h, was quoted before), and says that finishing in time takes a cluster of about 64 x 2,180 / 720 GPUs,
+    beyond the offers, rather than that only more time helps."""
+    answer = ask(
+        {"task": "pretrain", "model": "llama-3-1-70b", "training_tokens_b": 1000}, {"acquisition": "rent"}
+    )
+    assert not answer.feasible and answer.relaxation is not None
+    quoted = re.search(r"this option takes ([\d,]+) h\.", answer.summary)
+    way_out = re.search(r"the fastest option, (\d+) x .*? takes ([\d,]+) h", answer.relaxation.message)
+    assert quoted is not None and way_out is not None, answer.summary
+    hours = float(way_out.group(2).replace(",", ""))
+    assert quoted.group(1) == way_out.group(2)
+    needed = re.search(r"takes at least ([\d,]+) ", answer.relaxation.message)
+    assert needed is not None, answer.relaxation.message
+    # the hours are quoted rounded: the count may differ from their ratio's ceiling by one
+    assert abs(int(needed.group(1).replace(",", "")) - math.ceil(int(way_out.group(1)) * hours / 720)) <= 1
+
+
 def test_owned_hardware_a_rule_drops_is_listed_as_rejected() -> None:
     """Round 4, #39 (nanoGPT issue 363): GPT-2 124M on 295B tokens takes an RTX 4090 past the default
     month; the card the asker owns is named among the rejections, with the rule."""

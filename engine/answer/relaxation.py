@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import ceil
 
 from engine.answer.explain import hardware, plan_words
 from engine.answer.explain import money as money_text
 from engine.models.response import Relaxation
 from engine.models.rule import Rule, facts_in
+from engine.planning.planner import Candidate
 from engine.planning.way_out import WayOut
 
 INPUT_OF_SIZING_FACT = {
@@ -26,8 +28,8 @@ def relaxation_of(way_out: WayOut, rules: Sequence[Rule], objective: str) -> Rel
         hours = found.run_hours or 0.0
         what = "more time and a bigger budget help" if len(way_out.lifted) > 1 else "more time helps"
         message = (
-            f"Only {what}: the fastest option, {hardware(found)}, {plan_words(found)}, "
-            f"takes {duration_words(hours)} and spends {spent}."
+            f"Among the offers, only {what}: the fastest option, {hardware(found)}, {plan_words(found)}, "
+            f"takes {duration_words(hours)} and spends {spent}.{larger_cluster_words(found)}"
         )
     else:
         way = "best" if objective == "balanced" else "cheapest"
@@ -36,6 +38,22 @@ def relaxation_of(way_out: WayOut, rules: Sequence[Rule], objective: str) -> Rel
             f"{plan_words(found)}, spending {spent}."
         )
     return Relaxation(constraint=constraint, rule=way_out.rule, message=message)
+
+
+def larger_cluster_words(fastest: Candidate) -> str:
+    """For a training run past its deadline on the largest offer: the GPUs it would take to finish in
+    time at the same speed a GPU, a cluster beyond the offers (rented offers reach 8 nodes). A lower
+    bound: a larger cluster adds communication, which data parallelism hides behind the compute only
+    while each GPU keeps enough tokens a step."""
+    share = fastest.deadline_share
+    if share is None or share <= 1 or fastest.spec.layout.method == "inference":
+        return ""
+    needed = ceil(fastest.gpu_count * share)
+    return (
+        f" At its speed a GPU, finishing in time takes at least {needed:,} {fastest.option.gpu.name} GPUs,"
+        f" a cluster larger than the {fastest.gpu_count} an offer here holds (a reserved cluster, priced"
+        " by quote)."
+    )
 
 
 def constraint_of(rules: Sequence[Rule], rule_id: str) -> str:

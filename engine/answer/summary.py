@@ -22,10 +22,12 @@ def summary(
     on_target: Candidate | None = None,
     precision: str = "bf16",
     budget_rule: str | None = None,
+    way_out: Candidate | None = None,
 ) -> str:
     """The answer's opening sentence; `precision` is what the job runs in as asked on the target
     hardware, when one was named (its plan in another precision says so); `budget_rule` is the rule
-    holding the budget role, whose reason an infeasible answer also gives."""
+    holding the budget role, whose reason an infeasible answer also gives; `way_out` the option the
+    relaxation names, whose own rejection is the one quoted."""
     subject = workload_words(job)
     if on_target is not None and (not top or top[0].candidate is not on_target):
         # The question was whether it runs on the target: answer that first.
@@ -44,7 +46,7 @@ def summary(
             f"{held_words(best)}, {total_words(best)}."
         )
     if not top:
-        reason = main_reason(rejections, relaxation, budget_rule)
+        reason = main_reason(rejections, relaxation, budget_rule, way_out)
         text = f"No option meets every constraint for {subject}: {reason}"
         return f"{text} {relaxation.message}" if relaxation else text
     best = top[0].candidate
@@ -93,13 +95,20 @@ def desktop_assumption(gpu_name: str, psu_watts: int, budget_usd: float | None) 
 
 
 def main_reason(
-    rejections: Sequence[Rejection], relaxation: Relaxation | None, budget_rule: str | None = None
+    rejections: Sequence[Rejection],
+    relaxation: Relaxation | None,
+    budget_rule: str | None = None,
+    way_out: Candidate | None = None,
 ) -> str:
-    """The constraint that fails: the one whose relaxation helps, else the commonest reason."""
+    """The constraint that fails: the one whose relaxation helps, else the commonest reason. Of the
+    rejections by the relaxed rule, the way out's own is quoted: a reason with a figure ("this option
+    takes 215,956 h") read beside the way out's ("takes 2,180 h") must be about the same option."""
     if not rejections:
         return "the knowledge base has no hardware to consider."
     if relaxation is not None:
-        reasons = [r.reason for r in rejections if r.rule == relaxation.rule][:1]
+        relaxed = [r for r in rejections if r.rule == relaxation.rule]
+        own = [r for r in relaxed if way_out is not None and r.option == way_out.option]
+        reasons = [r.reason for r in own or relaxed][:1]
         # a budget that ruled options out is the constraint a reader checks first: say it too
         reasons += sorted(
             {r.reason for r in rejections if r.rule == budget_rule and r.rule != relaxation.rule}
