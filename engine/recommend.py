@@ -258,11 +258,9 @@ class Advisor:
     def described(self, request: RecommendRequest, planned: Planned) -> RecommendResponse:
         """The planned answer to `request` in words: the answer layer's part, which plans nothing."""
         (job, outcome, policy, _, _), found = planned
-        top, target, search = found.top, found.target, found.search
+        top, target, search, way_out = found.top, found.target, found.search, found.way_out
         precision = found.needs.precision
-        relaxation = (
-            None if found.way_out is None else relaxation_of(found.way_out, self.rules, request.objective)
-        )
+        relaxation = None if way_out is None else relaxation_of(way_out, self.rules, request.objective)
         cited = step_citations(outcome, self.rule_citations)
         target_fit = None if target is None else fit_on(job, target)
         # a rule that judged the target from one GPU's share before sizing is overruled once the
@@ -291,7 +289,7 @@ class Advisor:
                 best_on_target,
                 precision if target is None or best_on_target is None else target.precision,
                 policy.role("budget"),
-                None if found.way_out is None else found.way_out.candidate,
+                None if way_out is None else way_out.candidate,
             ),
             recommendations=[
                 recommendation(i + 1, r, policy, outcome, job, cited, providers, first_words(found, i))

@@ -484,6 +484,26 @@ def test_an_embedding_model_keeps_16_bits_on_fp8_gpus() -> None:
         assert rec.precision == ("bf16" if "bf16" in gpus[rec.gpu].native_precisions else "fp16"), rec.gpu
 
 
+def test_an_embedding_service_is_compute_bound_and_warned_of_no_kv_cache() -> None:
+    """An embedding model reads its inputs in one forward pass (bge-large at 6,000 requests/min of 256
+    tokens): compute-bound like a prompt, valued by tensor throughput per dollar, and with no KV cache
+    to size. It was called bandwidth-bound ("Decoding 1 sequence(s) at a time"), valued by bandwidth
+    per dollar, and warned that its KV cache was sized for one sequence."""
+    answer = ask(
+        {
+            "task": "inference",
+            "model": "bge-large-en-v1-5",
+            "serving": {"requests_per_min": 6000, "avg_input_tokens": 256},
+        },
+        {"acquisition": "rent"},
+    )
+    assert answer.feasible and answer.requirements.bound == "compute"
+    fired = {step.rule for step in answer.trace}
+    assert "encoding-is-compute-bound" in fired and "decode-below-ridge-is-bandwidth-bound" not in fired
+    assert not [w for w in answer.warnings if "KV cache" in w], answer.warnings
+    assert all("TFLOPS" in rec.why for rec in answer.recommendations), [r.why for r in answer.recommendations]
+
+
 MATURITY_WORDS = "(kb/stacks maturity)"
 
 
