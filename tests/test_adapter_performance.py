@@ -237,6 +237,30 @@ def test_offload_pays_the_host_link_and_the_cpu_adam_step(kb: KB, h100: Gpu) -> 
     assert offload.aggregate_tokens_per_s == pytest.approx(2048 / step, rel=1e-12)
 
 
+def test_zero_3_lora_gathers_its_frozen_base_for_every_forward_and_backward(kb: KB, h100: Gpu) -> None:
+    """LoRA on Llama 3.1 8B sharded with ZeRO-3 over 8 GPUs: besides the adapters' 1.5 x all-reduce,
+    every micro-step all-gathers the frozen 16-bit base for the forward and again for the backward
+    (FSDP-QLoRA, Answer.AI 2024), one all-reduce's bytes: 8.03e9 parameters (as stated) x 2 bytes, on a
+    4 GB/s link 2 x 7/8 x 16.06 GB / 4 GB/s = 7.0 s, beyond the compute. Without it a sharded 70B LoRA
+    over PCIe read as if the base never moved."""
+    job = job_of(kb, task="lora", model="llama-3-1-8b", training_tokens_b=1)
+    slow = Links(gpu_to_gpu=4e9, inter_node=4e9, host=32e9)
+    layout = Layout("lora", "bf16", dp=8, zero=3)
+    sharded = training_speed(job, h100, layout, slow)
+    assert sharded is not None
+    compute = training_flops(job, layout) * 8 * 2048 / (8 * 989.4 * TFLOPS * method_share(job))
+    compute += memory_seconds(job, layout, h100, 2**18 / (8 * 2048))
+    adapters = ALLREDUCE_LATENCY + 2 * 7 / 8 * 2 * trained_params(job, "lora") / 4e9
+    base = ALLREDUCE_LATENCY + 2 * 7 / 8 * 2 * 8.03e9 / 4e9
+    step = compute + max(0.0, 1.5 * adapters + base - compute)
+    assert sharded.aggregate_tokens_per_s == pytest.approx(8 * 2048 / step, rel=1e-9)
+    assert step > base  # the gathers, not the compute, set this step
+
+
+def method_share(job: Job) -> float:
+    return achieved_utilization(job.training_stack, job.shape.hidden_size, adapters=True)
+
+
 def test_lora_trains_the_adapters_and_full_training_every_parameter(kb: KB) -> None:
     job = job_of(kb, task="lora", model="llama-3-1-8b")
     # Hu et al. 2021 on Llama 3.1 8B at r=16 on every linear layer, as QLoRA and PEFT's 'all-linear' do:

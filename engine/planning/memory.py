@@ -262,11 +262,24 @@ def _full_training(job: Job, layout: Layout, *, gradients_resident: bool = True)
     )
 
 
-def _adapters(job: Job, layout: Layout) -> Breakdown:
+def frozen_base_bytes(job: Job, layout: Layout) -> float:
+    """An adapter method's frozen base, whole (bytes): its 16-bit weights (fp32 when training in fp32;
+    4-bit with 16-bit embeddings and head for QLoRA), which the adapters train beside; 0 for full
+    training."""
+    if layout.method not in ADAPTER_METHODS:
+        return 0.0
+    return _adapter_states(job, layout)[0]
+
+
+def _adapter_states(job: Job, layout: Layout) -> tuple[float, PeftMemory]:
     base_bytes = 4.0 if layout.precision == "fp32" else 2.0
     peft = _peft(job.shape, job.lora_rank, layout.method == "qlora", base_bytes, job.optimizer)
     # The shape's count can differ from the stated size (estimated shapes): scale the frozen base to it.
-    base = peft.base_weights_bytes * job.params / total_params(job.shape)
+    return peft.base_weights_bytes * job.params / total_params(job.shape), peft
+
+
+def _adapters(job: Job, layout: Layout) -> Breakdown:
+    base, peft = _adapter_states(job, layout)
     shards = layout.tp * (layout.shard_ways if layout.zero == 3 else 1)  # ZeRO-1/2 keep the base whole
     return Breakdown(
         weights=base / shards + peft.adapter.weights_bytes,

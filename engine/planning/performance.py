@@ -14,7 +14,15 @@ from functools import lru_cache
 from math import floor
 
 from engine.models.kb import Gpu
-from engine.planning.memory import Breakdown, Layout, kv_dtype, micro_batch, per_gpu, weight_precision
+from engine.planning.memory import (
+    Breakdown,
+    Layout,
+    frozen_base_bytes,
+    kv_dtype,
+    micro_batch,
+    per_gpu,
+    weight_precision,
+)
 from engine.planning.workload import ADAPTER_METHODS, Job
 from engine.sizing import (
     GB,
@@ -457,16 +465,24 @@ def _memory_bound(
 
 
 def _exposed_sync(
-    layout: Layout, trained: float, compute: float, link: float, micro_steps: float, links: Links
+    layout: Layout,
+    trained: float,
+    compute: float,
+    link: float,
+    micro_steps: float,
+    links: Links,
+    frozen: float = 0.0,
 ) -> float:
-    """The data-parallel communication a micro-step leaves exposed (see `training_speed`)."""
+    """The data-parallel communication a micro-step leaves exposed (see `training_speed`); `frozen` the
+    bytes of a frozen base ZeRO-3 shards (`_frozen_gathered`)."""
     if layout.dp <= 1:
         return 0.0
     if layout.shard_ways < layout.dp:
-        return _hybrid_sync(layout, 2.0 * trained / layout.tp, compute, links)
+        return _hybrid_sync(layout, 2.0 * trained / layout.tp, compute, links, frozen)
     sync = allreduce_seconds.unchecked(2.0 * trained / layout.tp, layout.dp, link)
     if layout.zero == 3 or layout.offload:
-        return max(0.0, ZERO3_COMM_VOLUME * sync - compute)
+        gathers = allreduce_seconds.unchecked(frozen, layout.dp, link) if frozen else 0.0
+        return max(0.0, ZERO3_COMM_VOLUME * sync + gathers - compute)
     if layout.zero == 2:
         # Gradients reduce-scattered during every micro-step's backward (half an all-reduce);
         # the updated weights all-gathered once per optimizer step, behind the next forward.
@@ -476,7 +492,19 @@ def _exposed_sync(
     return max(0.0, sync - BACKWARD_SHARE * compute) / micro_steps
 
 
-def _hybrid_sync(layout: Layout, gradient_bytes: float, compute: float, links: Links) -> float:
+def _frozen_gathered(job: Job, layout: Layout) -> float:
+    """The frozen base (bytes, a tensor-parallel shard's) ZeRO-3 all-gathers for each forward and again
+    for each backward, where an adapter method shards it over the ranks (FSDP-QLoRA: Answer.AI, "You can
+    now train a 70b language model at home", 2024): two all-gathers, one all-reduce's bytes a micro-step.
+    0 where nothing frozen is sharded. The adapters' own gradients are `trained`'s."""
+    if layout.zero != 3 or layout.shard_ways <= 1:
+        return 0.0
+    return frozen_base_bytes(job, layout) / layout.tp
+
+
+def _hybrid_sync(
+    layout: Layout, gradient_bytes: float, compute: float, links: Links, frozen: float = 0.0
+) -> float:
     """Hybrid sharding's exposed communication a micro-step: ZeRO-3's gathers and reduce-scatters among
     the `shard` GPUs of a node on their own links (ZERO3_COMM_VOLUME x an all-reduce), then each GPU's
     reduced shard all-reduced with the same shard of every other node's copy across the network: a
@@ -484,6 +512,8 @@ def _hybrid_sync(layout: Layout, gradient_bytes: float, compute: float, links: L
     FSDP's HYBRID_SHARD, Zhao et al. 2023, arXiv 2304.11277, Sec. 3.2.2; MiCS, Zhang et al. 2022, arXiv
     2205.00119, which measured up to 2.89x the throughput of ZeRO-3 across the nodes of a public cloud)."""
     inside = ZERO3_COMM_VOLUME * allreduce_seconds.unchecked(gradient_bytes, layout.shard, links.gpu_to_gpu)
+    if frozen:  # a frozen base sharded inside the node is gathered there, never across nodes
+        inside += allreduce_seconds.unchecked(frozen, layout.shard, links.gpu_to_gpu)
     copies = layout.dp // layout.shard
     across = allreduce_seconds.unchecked(gradient_bytes / layout.shard, copies, links.inter_node)
     return max(0.0, inside + across - compute)
@@ -568,11 +598,11 @@ def training_speed(
     compute = work.flops_per_token * step_tokens / (gpus * peak * work.utilization)
     norms = work.norm_elements_per_token * step_tokens / (layout.dp * layout.tp)  # split like the heads
     compute += _memory_bound(job, gpu, layout, memory, micro_steps, norms)
-    trained = work.trained
+    trained, frozen = work.trained, _frozen_gathered(job, layout)
     link = links.gpu_to_gpu if nodes == 1 else min(links.gpu_to_gpu, links.inter_node)
     if layout.dp > 1 or layout.tp > 1:  # the sizing below is unchecked, and a KB link may be 0
         link = check_positive("link_bandwidth_bytes_per_s", link)
-    step = compute + _exposed_sync(layout, trained, compute, link, micro_steps, links)
+    step = compute + _exposed_sync(layout, trained, compute, link, micro_steps, links, frozen)
     tensor_link = _tensor_link(layout, links, nodes, link)
     step += _tensor_parallel_seconds(job, layout, step_tokens // layout.dp, tensor_link)
     step *= _pipeline_bubble(layout, micro_steps)
