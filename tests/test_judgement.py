@@ -504,6 +504,27 @@ def test_an_embedding_service_is_compute_bound_and_warned_of_no_kv_cache() -> No
     assert all("TFLOPS" in rec.why for rec in answer.recommendations), [r.why for r in answer.recommendations]
 
 
+def test_a_70b_qlora_runs_on_two_24_gb_cards_with_its_base_in_host_ram() -> None:
+    """Answer.AI's FSDP-QLoRA trains a 70B model on two 24 GB RTX 3090s or 4090s with gradient
+    checkpointing and CPU offloading (answer.ai/posts/2024-03-06-fsdp-qlora, March 2024). Sharded on the
+    cards, Llama 3.1 70B's 4-bit base with its 16-bit embedding tables needs 30.9 GB a card: it does not
+    fit. With the base in host RAM each card holds the layer it computes and the next, the largest an
+    embedding table (128,256 x 8,192 x 2 bytes = 2.1 GB), beside the adapters and the activations; the
+    host keeps the whole base, about 40 GB. The plan says so, and that it is slow."""
+    answer = ask(
+        {"task": "qlora", "model": "llama-3-1-70b", "training_tokens_b": 0.02},
+        {"target_hardware": {"gpu": "nvidia-rtx-4090", "count": 2}},
+    )
+    fit = answer.target_fit
+    assert fit is not None and not fit.fits and fit.plan is not None
+    assert "zero-3 + offload" in fit.plan and "of host RAM per node" in fit.plan, fit.plan
+    host = re.search(r"([\d,]+) GB of host RAM per node", fit.plan)
+    assert host is not None and 35 <= float(host.group(1).replace(",", "")) <= 45
+    assert "offload the frozen base to CPU memory (slow)" in fit.why
+    on_card = re.search(r"([\d.]+) GB per GPU, about", answer.summary)
+    assert on_card is not None and float(on_card.group(1)) < 24, answer.summary
+
+
 MATURITY_WORDS = "(kb/stacks maturity)"
 
 

@@ -281,14 +281,25 @@ def _adapter_states(job: Job, layout: Layout) -> tuple[float, PeftMemory]:
 def _adapters(job: Job, layout: Layout) -> Breakdown:
     base, peft = _adapter_states(job, layout)
     shards = layout.tp * (layout.shard_ways if layout.zero == 3 else 1)  # ZeRO-1/2 keep the base whole
+    on_gpu, host = (_offloaded_base(job, base), base / shards) if layout.offload else (base / shards, 0.0)
     return Breakdown(
-        weights=base / shards + peft.adapter.weights_bytes,
+        weights=on_gpu + peft.adapter.weights_bytes,
         gradients=peft.adapter.gradients_bytes,
         optimizer=peft.adapter.optimizer_bytes,
         activations=_activations(job, layout),
         kv_cache=0.0,
         overhead=CUDA_CONTEXT_BYTES,
+        host=host,
     )
+
+
+def _offloaded_base(job: Job, base: float) -> float:
+    """The frozen base a GPU holds when FSDP offloads it to host RAM (CPUOffload(offload_params=True), as
+    Answer.AI's FSDP-QLoRA trains a 70B model on two 24 GB cards): the unit being computed and the next,
+    prefetched; the largest unit is a layer or, in 16 bits, an embedding table."""
+    shape = job.shape
+    table = 2.0 * shape.vocab_size * shape.hidden_size
+    return 2.0 * max(base / shape.n_layers, table)
 
 
 @lru_cache(maxsize=1024)

@@ -496,8 +496,9 @@ def _frozen_gathered(job: Job, layout: Layout) -> float:
     """The frozen base (bytes, a tensor-parallel shard's) ZeRO-3 all-gathers for each forward and again
     for each backward, where an adapter method shards it over the ranks (FSDP-QLoRA: Answer.AI, "You can
     now train a 70b language model at home", 2024): two all-gathers, one all-reduce's bytes a micro-step.
-    0 where nothing frozen is sharded. The adapters' own gradients are `trained`'s."""
-    if layout.zero != 3 or layout.shard_ways <= 1:
+    0 where nothing frozen is sharded. The adapters' own gradients are `trained`'s. Offloaded, each GPU
+    also copies its shard in from host RAM for each of the two."""
+    if layout.zero != 3 or (layout.shard_ways <= 1 and not layout.offload):
         return 0.0
     return frozen_base_bytes(job, layout) / layout.tp
 
@@ -607,7 +608,7 @@ def training_speed(
     step += _tensor_parallel_seconds(job, layout, step_tokens // layout.dp, tensor_link)
     step *= _pipeline_bubble(layout, micro_steps)
     if layout.offload:
-        step += 2.0 * 2.0 * trained / gpus / links.host
+        step += (2.0 * 2.0 * trained + 2.0 * frozen) / gpus / links.host
         # the optimizer step on each node's CPUs, once per optimizer step, over that node's share
         step += CPU_ADAM_SECONDS_PER_PARAM * trained / nodes / micro_steps
     rate = step_tokens / step

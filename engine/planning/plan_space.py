@@ -20,6 +20,9 @@ HYBRID_SHARD = "hybrid-shard"
 """ZeRO-3 / FSDP sharding inside each node, whole copies across nodes (PyTorch FSDP's HYBRID_SHARD,
 torchtitan's HSDP, DeepSpeed's MiCS and ZeRO++ hpZ): tried first on several nodes, where the rules
 suggest it, as it moves a node's share of DDP's traffic across the network"""
+OFFLOADED_METHODS = ("pretrain", "full_finetune", "qlora")
+"""the methods planned with CPU offload as a last resort: full training's optimizer states (ZeRO-Offload),
+and QLoRA's frozen 4-bit base (FSDP's CPU offload); LoRA falls back to QLoRA before its base leaves the GPU"""
 DISTRIBUTED_OPTIMIZER = "distributed-optimizer"
 """tensor parallelism with the optimizer states sharded over the data-parallel copies (Megatron-LM's
 distributed optimizer, ZeRO stage 1), suggested for large models' training"""
@@ -78,7 +81,7 @@ def _layouts(space: PlanSpace, method: str, count: int, per_node: int) -> Iterat
         yield from _serving_layouts(space, count, per_node, ways, stages)
         return
     yield from _training_layouts(space, count, per_node, ways, stages)
-    if "offload" in space.strategies and method in ("pretrain", "full_finetune"):
+    if "offload" in space.strategies and method in OFFLOADED_METHODS:
         yield "offload", 1, count, "tensor", 3, True, 0
 
 

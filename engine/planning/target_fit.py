@@ -111,7 +111,8 @@ def _alternative(spec: Spec, asked: str, precision: str, count: int) -> str | No
         # Lower precision is a way out for inference (quantization); in training it saves nothing here.
         return f"{layout.precision} weights" if asked == "inference" else None
     if layout.offload:
-        return "offload optimizer states to CPU memory (slow)"
+        states = "the frozen base" if asked in ("lora", "qlora") else "optimizer states"
+        return f"offload {states} to CPU memory (slow)"
     if spec.parallelism:
         return f"{'+'.join(spec.parallelism)} over {count} GPUs"
     if layout.checkpointing:
