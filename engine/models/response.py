@@ -214,7 +214,9 @@ class Recommendation(ResponseModel):
         "hybrid-shard shards inside each node and keeps a copy per node, on several nodes)"
     )
     tp_degree: int = Field(description="GPUs each copy of the weights is split over by tensor parallelism")
-    offload: bool = Field(description="optimizer states and master weights live in host memory")
+    offload: bool = Field(
+        description="optimizer states and master weights (QLoRA: its frozen base) live in host memory"
+    )
     memory: GpuMemory = Field(description="memory per GPU, after sharding")
     throughput: Throughput = Field(description="estimated speed")
     cost: Cost = Field(description="costs at the stated use over the horizon")
