@@ -1,7 +1,8 @@
 """The durable-rules adapter: the only module that imports durable.
 
 It runs the rules compiled by engine/reasoning/compile.py with the runtime workarounds of
-docs/durable-rules.md §3: actions looked up by name with durable's background threads off (§5), a
+docs/durable-rules.md §3: the agenda driven through the C core's own calls, without the Python
+binding's per-action work (§6), durable's background threads off (§5), a
 bounded pool of session ids with pairwise-distinct 32-bit FNV-1a hashes (bugs 5, 6), input facts
 asserted at C level before `__ready__` runs the agenda (bug 8), exceptions caught in the action
 wrapper and raised to the caller (bug 10), and `delete_state` always (§4). Results have the
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -82,9 +84,13 @@ class DurableEngine:
         ruleset, owners = compile_rules(rules)
         actions: dict[str, Callable[[Any], None]] = {BEGIN: _noop, SINK: _noop}
         actions.update({name: self._action(rule) for name, rule in owners.items()})
+        # The host only creates the ruleset (and checks its definition); the agenda is driven through
+        # the C core's calls by `_drain`, where each compiled rule's `run` names its action.
+        self._actions = actions
         self._host = _QuietHost(actions)
         self._host.register_rulesets({RULESET: copy.deepcopy(ruleset)})
         self._ruleset = self._host.get_ruleset(RULESET)
+        self._handle: int = self._ruleset._handle
         self._requests: dict[str, _Request] = {}
         # Only facts some rule reads are asserted: the others cannot match a pattern (all facts stay
         # readable by actions through `known`).
@@ -118,39 +124,61 @@ class DurableEngine:
             sid = self._sids.get()
             request = self._requests[sid] = _Request(known=dict(facts))
             try:
-                self._host.assert_fact(RULESET, {"type": BEGIN, "sid": sid})
+                self._drain(sid, self._assert({"type": BEGIN, "sid": sid}))
                 batch = [
                     {**as_fact(name, value), "sid": sid}
                     for name, value in facts.items()
                     if name in self._read
                 ]
-                if batch:
+                if batch:  # at C level, no action run (§3, bug 8)
                     self._ruleset.assert_facts(batch)
-                state = self._host.assert_fact(RULESET, {"type": READY, "sid": sid})
+                self._drain(sid, self._assert({"type": READY, "sid": sid}))
                 if request.error is not None:
                     raise request.error
-                if isinstance(state, dict) and "exception" in state:
-                    raise RuntimeError("rule engine error: " + str(state["exception"]).split(",")[0])
                 return Outcome(MappingProxyType(dict(request.known)), tuple(request.firings))
             finally:
                 try:
-                    self._host.delete_state(RULESET, sid)
+                    durable_rules_engine.delete_state(self._handle, sid)
                 finally:
                     del self._requests[sid]
                     self._sids.put(sid)
 
+    def _assert(self, fact: dict[str, Any]) -> int:
+        """Assert one fact at C level; the offset of its session's state, whose agenda `_drain` runs.
+        A fact no rule takes, or one already held, raises as durable's own `assert_fact` would (§2.2)."""
+        code, state = durable_rules_engine.assert_fact(self._handle, json.dumps(fact, ensure_ascii=False))
+        if code == 1:
+            raise durable_engine.MessageNotHandledException(fact)
+        if code == 2:
+            raise durable_engine.MessageObservedException(fact)
+        return 0 if code == 3 else int(state)
+
+    def _drain(self, sid: str, state: int) -> None:
+        """Run the session's agenda to its end: durable's `Ruleset.do_actions` less its per-action
+        work (a `Closure`, two clock reads, the state's `json.dumps` and `update_state`): the
+        actions never change the session's state and no rule reads it, so it is not written back.
+        The C core picks the next action after each one, so an action's derived facts take part."""
+        started = durable_rules_engine.start_action_for_state(self._handle, state)
+        if not started:
+            return
+        message = started[1]
+        while message:
+            name = next(iter(json.loads(message)))  # {rule name: the facts it matched}, as durable reads it
+            self._actions[name](sid)
+            message = durable_rules_engine.complete_and_start_action(self._handle, state)
+
     def _action(self, rule: Rule) -> Callable[[Any], None]:
         reads = reads_of(rule)
 
-        def act(c: Any) -> None:
-            request = self._requests[c.s.sid]
+        def act(sid: str) -> None:
+            request = self._requests[sid]
             if request.error is not None or rule.id in request.fired:
                 return  # one firing per rule, whichever conjunction matched
             try:
                 request.fired.add(rule.id)
                 firing = fire(rule, request.known, len(request.firings) + 1, reads)
                 for name, value in firing.derived.items():
-                    c.assert_fact(as_fact(name, value))
+                    self._assert({**as_fact(name, value), "sid": sid})  # `_drain` takes it
                 request.firings.append(firing)
             except Exception as exc:  # durable would swallow it (docs/durable-rules.md §2.4)
                 request.error = exc
