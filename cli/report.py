@@ -3,6 +3,8 @@ the warnings and, on request, the rule trace. Rendering only; every figure comes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
@@ -17,7 +19,8 @@ BRAND_WORDS = frozenset({"NVIDIA", "GeForce", "AMD", "Radeon", "Instinct", "Inte
 def render(response: RecommendResponse, *, show_trace: bool = False) -> Group:
     parts: list[RenderableType] = [Text(response.summary, style="bold"), Text("")]
     if response.recommendations:
-        parts += [options_table(response), Text(""), *why_lines(response)]
+        parts += [options_table(response), *capacity_note(response.recommendations)]
+        parts += [Text(""), *why_lines(response)]
     else:
         parts += infeasible_lines(response)
     if response.warnings:
@@ -55,10 +58,25 @@ def _figures(option: Recommendation) -> list[str]:
     return [
         _acquired(option),
         _plan(option),
-        f"{option.memory.per_gpu_gb:.1f}/{option.vram_per_gpu_gb:g}",
+        f"{option.memory.per_gpu_gb:.1f}/{option.capacity_gb:g}",
         f"{option.throughput.tokens_per_s:,.0f}",
         _price(option),
         _usd(option.cost.horizon_cost_usd, cents=option.cost.horizon_cost_usd < 100),
+    ]
+
+
+def capacity_note(options: Sequence[Recommendation]) -> list[Text]:
+    """A line under the table where some card's capacity in it is not the size in its name."""
+    renamed = [o for o in options if abs(o.capacity_gb - o.vram_per_gpu_gb) >= 0.5]
+    if not renamed:
+        return []
+    first = renamed[0]
+    return [
+        Text(
+            f"GB/GPU: of what each GPU's driver reports, in 10^9 bytes ({short_name(first.gpu_name)}: "
+            f"{first.capacity_gb:g}).",
+            style="dim",
+        )
     ]
 
 

@@ -173,3 +173,21 @@ def test_help_still_lists_the_optimizers(capsys: pytest.CaptureFixture[str]) -> 
         main(["recommend", "--help"])
     assert exited.value.code == 0
     assert "sgd_momentum" in capsys.readouterr().out
+
+
+def test_the_table_holds_memory_against_what_the_driver_reports(capsys: pytest.CaptureFixture[str]) -> None:
+    """An H100 80GB reports 81,559 MiB, 85.5e9 bytes (kb/gpus/nvidia-h100-sxm.yaml); a plan's GB per GPU is
+    in 1e9 bytes, so the table's capacity is that figure, not the name's 80 ("80.3/80" for a plan that fits
+    read as over-full), and a line under the table says so."""
+    argv = ["--model", "llama-3-1-70b", "--task", "lora", "--acquisition", "rent", "--top-k", "3"]
+    code, out, _ = run([*argv, "--json"], capsys)
+    assert code == EXIT_OK
+    response = RecommendResponse.model_validate_json(out)
+    h100 = [r for r in response.recommendations if r.gpu == "nvidia-h100-sxm"]
+    assert h100 and h100[0].capacity_gb == 85.5 and h100[0].vram_per_gpu_gb == 80
+    assert all(r.memory.per_gpu_gb <= r.capacity_gb for r in response.recommendations)
+    code, table, _ = run(argv, capsys)
+    assert code == EXIT_OK
+    for r in response.recommendations:
+        assert f"{r.memory.per_gpu_gb:.1f}/{r.capacity_gb:g}" in table
+    assert "of what each GPU's driver reports" in table

@@ -146,7 +146,7 @@ def memory_chart(answer: RecommendResponse) -> dict[str, Any] | None:
             for name, key in MEMORY_PARTS
             if memory[key] > 0
         ]
-        capacity.append({"option": label, "gb": rec.vram_per_gpu_gb})
+        capacity.append({"option": label, "gb": rec.capacity_gb})
     if not rows:
         return None
     bars = (

@@ -122,7 +122,8 @@ def _options_table(recs: Sequence[Recommendation]) -> str:
     (a training run), not for a service."""
     runs = any(rec.cost.run_cost_usd is not None for rec in recs)
     head = (
-        "<tr><th>#</th><th>GPUs</th><th>how</th><th>plan</th><th>GB per GPU</th><th>tokens/s</th>"
+        "<tr><th>#</th><th>GPUs</th><th>how</th><th>plan</th><th>GB per GPU, of what its driver reports</th>"
+        "<th>tokens/s</th>"
         "<th>capex</th><th>per hour</th><th>running, per month</th>"
         + ("<th>the run's share</th>" if runs else "")
         + "<th>over the horizon</th><th>prices as of</th></tr>"
@@ -133,7 +134,7 @@ def _options_table(recs: Sequence[Recommendation]) -> str:
         run = f"<td class=num>{_money(rec.cost.run_cost_usd)}</td>" if runs else ""
         rows.append(
             f"<tr><td>{rec.rank}</td><td>{_gpus(rec)}</td><td>{_html(_how(rec))}</td>"
-            f"<td>{_html(plan)}</td><td class=num>{rec.memory.per_gpu_gb:.1f} / {rec.vram_per_gpu_gb:g}</td>"
+            f"<td>{_html(plan)}</td><td class=num>{rec.memory.per_gpu_gb:.1f} / {rec.capacity_gb:g}</td>"
             f"<td class=num>{rec.throughput.tokens_per_s:,.0f}</td><td class=num>{_capex(rec)}</td>"
             f"<td class=num>{_hourly(rec)}</td><td class=num>{_money(rec.cost.monthly_usd)}</td>{run}"
             f"<td class=num>{_money(rec.cost.horizon_cost_usd)}</td>"

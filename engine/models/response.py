@@ -230,6 +230,14 @@ class Recommendation(ResponseModel):
     def _cited(self, texts: list[str], info: SerializationInfo) -> list[str]:
         return cited(texts, info)
 
+    @property
+    def capacity_gb(self) -> float:
+        """Each GPU's memory in the unit of `memory.per_gpu_gb` (1e9 bytes): what the driver reports
+        where the KB has it, else the nominal size. A card's name rounds its bytes (an "H100 80GB"
+        reports 85.5e9), so "80.3 of 80" beside a plan that fits would read as over-full."""
+        reported = self.memory.reported_gb
+        return self.vram_per_gpu_gb if reported is None else reported
+
     price_as_of: str | None = Field(
         None,
         description="date (ISO) the prices this option is costed with were seen: the offer's when rented, "
