@@ -115,7 +115,7 @@ class DurableEngine:
                 return
             self._closed = ReferenceEngine(self._rules)
             durable_rules_engine.delete_ruleset(self._ruleset._handle)
-            del self._ruleset, self._host
+            del self._ruleset, self._host, self._actions  # the actions refer back to this engine: a cycle
 
     def run(self, facts: Facts) -> Outcome:
         with self._lock:
