@@ -443,7 +443,10 @@ def training_work(job: Job, layout: Layout) -> TrainingWork:
 
 def method_utilization(job: Job, method: str) -> float:
     """The share of the dense peak the job's stack reaches at its width with this method."""
-    return achieved_utilization(job.training_stack, job.shape.hidden_size, adapters=method in ADAPTER_METHODS)
+    experts = job.shape.expert_size if job.shape.is_moe else None  # an MoE given by counts: its active shape
+    return achieved_utilization(
+        job.training_stack, job.shape.hidden_size, adapters=method in ADAPTER_METHODS, expert_width=experts
+    )
 
 
 def _memory_bound(

@@ -53,6 +53,7 @@ from engine.sizing._checks import (
     check_positive_int,
     checked,
 )
+from engine.sizing.serving_engines import MOE_PREFILL_SHARE
 from engine.sizing.shape import TransformerShape
 
 __all__ = [
@@ -78,6 +79,18 @@ ASYMPTOTE = 0.74
 """The curve's limit on infinitely wide models, before a stack's ceiling (fitted; the ceiling binds)."""
 ADAPTER_EFFICIENCY = 0.88
 """LoRA's share of the full-training utilisation at the same width (fitted)."""
+MOE_TRAINING_SHARE = MOE_PREFILL_SHARE
+"""A mixture of experts trains at this share of the curve taken at its experts' width, the share its
+prompts are read at under transformers 5 on an H200 (serving_engines.MOE_PREFILL_SHARE): a training step
+runs the same grouped expert matmuls forward and backward, as narrow as one expert (Qwen3-30B-A3B, 768
+wide: 0.15 of the peak, where its 2,048-wide hidden size alone gave 0.47). No MoE training run is in
+data/calibration; published ones bracket the share (tests/test_published_training.py). ms-swift fully
+fine-tuned Qwen1.5-MoE-A2.7B (1,408-wide experts) on one host of 8 A800s: Megatron-LM 2.95 s an
+iteration, DeepSpeed ZeRO-2 under transformers 4 6.02 s, whose loop over expert modules transformers 5
+replaced with grouped matmuls, about 6x faster (Unsloth with Hugging Face, unsloth.ai/docs/new/faster-moe).
+The share puts the Hugging Face-class run between the two and Megatron-LM's at 0.75x its measured speed;
+the dense curve at the hidden size put both above Megatron-LM's measured speed (1.4x and 1.7x)."""
+
 ACTIVATION_PASSES = 4.3
 """Bytes a Hugging Face-class step moves through memory-bound kernels per byte of activations it keeps
 (norms, activations, the loss's fp32 logits, dropout-free element-wise work; fitted)."""
@@ -214,13 +227,21 @@ def stack_ceiling(stack: Stack) -> float:
     return _CEILING[check_choice("stack", stack, STACKS)]
 
 
-def achieved_utilization(stack: Stack, hidden_size: int, *, adapters: bool = False) -> float:
+def achieved_utilization(
+    stack: Stack, hidden_size: int, *, adapters: bool = False, expert_width: int | None = None
+) -> float:
     """Share of the dense peak FLOPS a training step reaches (fraction).
 
     Formula: ``min(ceiling, 0.74 x h / (h + 1,100))``, times 0.88 for LoRA (see the module docstring);
     Hugging Face and Megatron-LM ceiling 0.47, torchtitan 0.39. Hugging Face, full training: h 896 ->
     0.33, 1,024 -> 0.36; about 1,900 and wider -> 0.47; torchtitan reaches its ceiling from about 1,220.
+    A mixture of experts (`expert_width`, its experts' width): MOE_TRAINING_SHARE of the curve at that
+    width, under the stack's ceiling (Qwen3-30B-A3B, 768 wide: 0.15).
     """
     h = check_positive_int("hidden_size", hidden_size)
-    share = min(stack_ceiling(stack), ASYMPTOTE * h / (h + HALF_WIDTH))
+    if expert_width is not None:
+        width = check_positive_int("expert_width", expert_width)
+        share = MOE_TRAINING_SHARE * min(stack_ceiling(stack), ASYMPTOTE * width / (width + HALF_WIDTH))
+    else:
+        share = min(stack_ceiling(stack), ASYMPTOTE * h / (h + HALF_WIDTH))
     return share * (ADAPTER_EFFICIENCY if adapters else 1.0)
