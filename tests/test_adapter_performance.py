@@ -292,9 +292,14 @@ def test_a_zero_link_is_refused_and_no_flops_figure_gives_no_speed(kb: KB, h100:
 def test_a_card_older_than_ampere_trains_at_a_share_of_its_peak(kb: KB) -> None:
     """Megatron-LM sustained 39 TFLOP/s, 30% of a V100's 125 (Shoeybi et al. 2019, abstract), where
     Megatron-Core reaches 47% on H100s: the Hopper-fitted utilisation is taken at 30/47 of a Volta or
-    Turing card's peak in training (no bf16, no FlashAttention-2); decoding keeps the datasheet."""
+    Turing card's peak in training (no bf16, no FlashAttention-2); decoding keeps the datasheet. A
+    data-center Ampere reaches more of its peak than the Hopper cards (IBM and Meta's FSDP runs: 0.57 MFU
+    on A100s, 0.37 on H100s): 1.3x, fitted to five published A100 and A800 runs; an Ada card, 1x."""
     v100, a100 = kb.gpus["nvidia-v100-sxm2-16gb"], kb.gpus["nvidia-a100-sxm-80gb"]
+    ada = kb.gpus["nvidia-l40s"]
     assert v100.compute_capability == "7.0" and a100.compute_capability == "8.0"
     assert training_peak_flops(v100, "fp16") == pytest.approx(125 * TFLOPS * 0.64)
     assert peak_flops(v100, "fp16") == pytest.approx(125 * TFLOPS)
-    assert training_peak_flops(a100, "bf16") == peak_flops(a100, "bf16") == pytest.approx(312 * TFLOPS)
+    assert peak_flops(a100, "bf16") == pytest.approx(312 * TFLOPS)
+    assert training_peak_flops(a100, "bf16") == pytest.approx(312 * TFLOPS * 1.3)
+    assert training_peak_flops(ada, "bf16") == peak_flops(ada, "bf16")

@@ -865,7 +865,8 @@ def test_a_13b_fine_tune_over_eight_nodes_shards_inside_each_node() -> None:
     H100s, H200s and A100s all read 1,332 tokens/s. Sharded inside each node, with a copy per node (FSDP's
     HYBRID_SHARD; MiCS, arXiv 2205.00119, up to 2.89x ZeRO-3 on a public cloud), only a GPU's 1/8
     shard of the gradients crosses the network: the GPUs compute, and an H100 (989 dense bf16 TFLOPS)
-    outruns an A100 (312) by its compute."""
+    outruns an A100 (312) by its compute, less the larger share of its peak an A100 reaches (IBM and
+    Meta's same FSDP code: 0.57 MFU on A100s, 0.37 on H100s, so 3.2 x 0.37 / 0.57 = 2.1x)."""
     workload = {"task": "full_finetune", "model": "llama-2-13b", "batch_size": 8, "training_tokens_b": 1}
 
     def on(gpu: str) -> Any:
@@ -875,7 +876,7 @@ def test_a_13b_fine_tune_over_eight_nodes_shards_inside_each_node() -> None:
 
     h100, a100 = on("nvidia-h100-sxm"), on("nvidia-a100-sxm-80gb")
     assert "zero-3 + hybrid-shard" in h100.plan and "zero-3 + hybrid-shard" in a100.plan
-    assert h100.throughput.tokens_per_s > 2.5 * a100.throughput.tokens_per_s
+    assert h100.throughput.tokens_per_s > 2.0 * a100.throughput.tokens_per_s
 
 
 def test_a_pretraining_run_past_its_deadline_says_how_large_a_cluster_would_finish_it() -> None:

@@ -8,8 +8,9 @@ inverts a dominance means a per-GPU factor (an efficiency, a calibration, a KB f
 
 "Dense FLOPS" is what the KB says a card sustains: its dense bf16 (else fp16) tensor figure, times
 `sustained_tensor_share` where its power limit holds its clock below the datasheet's boost clock. For
-training, a card older than Ampere counts at PRE_AMPERE_TRAINING_SHARE of it (it has neither bf16 nor
-FlashAttention-2; engine/sizing/training_speed.py), as the speed model counts it.
+training, a card counts at its generation's share of it (`generation_share`: older than Ampere, without
+bf16 or FlashAttention-2, less; a data-center Ampere more, as published runs reach; engine/sizing/
+training_speed.py), as the speed model counts it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from engine.models.request import RecommendRequest
 from engine.planning.memory import Layout
 from engine.planning.performance import Links, inference_speed, training_speed
 from engine.planning.workload import Job, resolve
-from engine.sizing.training_speed import PRE_AMPERE_CAPABILITY, PRE_AMPERE_TRAINING_SHARE
+from engine.sizing.training_speed import generation_share
 
 ONE_GPU = Links(gpu_to_gpu=1.0, inter_node=1.0, host=1.0)
 """one GPU: no link is crossed (as engine/planning/calibration.py times a measured run)"""
@@ -38,10 +39,7 @@ def sustained_tflops(gpu: Gpu) -> float | None:
 
 def training_tflops(gpu: Gpu) -> float | None:
     dense = sustained_tflops(gpu)
-    capability = gpu.compute_capability
-    if dense is None or capability is None or float(capability) >= PRE_AMPERE_CAPABILITY:
-        return dense
-    return dense * PRE_AMPERE_TRAINING_SHARE
+    return None if dense is None else dense * generation_share(gpu.compute_capability)
 
 
 def dominated_pairs(kb: KB, flops: Callable[[Gpu], float | None] = sustained_tflops) -> list[tuple[Gpu, Gpu]]:

@@ -10,7 +10,6 @@ communication with compute is assumed, so times are upper bounds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from math import floor
 
 from engine.models.kb import Gpu
@@ -53,9 +52,8 @@ from engine.sizing.throughput import (
 )
 from engine.sizing.training_speed import (
     FP8_TRAINING_SPEEDUP,
-    PRE_AMPERE_CAPABILITY,
-    PRE_AMPERE_TRAINING_SHARE,
     achieved_utilization,
+    generation_share,
     memory_bound_seconds,
     normalised_elements,
     training_flops_per_token,
@@ -336,19 +334,14 @@ def _concurrent(
 def training_peak_flops(gpu: Gpu, precision: str) -> float | None:
     """The dense peak a training step is timed against: fp8 training counts as the 16-bit peak times
     its measured end-to-end gain (FP8_TRAINING_SPEEDUP), not the tensor cores' 2x; a card older than
-    Ampere at PRE_AMPERE_TRAINING_SHARE of its peak."""
+    Ampere at PRE_AMPERE_TRAINING_SHARE of its peak, a data-center Ampere at A100_TRAINING_SHARE."""
     if precision == "fp8" and gpu.fp8_dense_tflops:
         sixteen = peak_flops(gpu, "bf16")
         return None if sixteen is None else sixteen * FP8_TRAINING_SPEEDUP
     peak = peak_flops(gpu, precision)
-    if peak is not None and _pre_ampere(gpu.compute_capability):
-        return peak * PRE_AMPERE_TRAINING_SHARE
-    return peak
-
-
-@lru_cache(maxsize=64)
-def _pre_ampere(capability: str | None) -> bool:
-    return capability is not None and float(capability) < PRE_AMPERE_CAPABILITY
+    if peak is None:
+        return None
+    return peak * generation_share(gpu.compute_capability)
 
 
 def matmul_params(job: Job) -> float:

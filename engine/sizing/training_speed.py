@@ -43,6 +43,7 @@ attention), and the share of the GPU's peak a software stack reaches at a model'
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal, get_args
 
 from engine.sizing._checks import (
@@ -57,12 +58,15 @@ from engine.sizing.serving_engines import MOE_PREFILL_SHARE
 from engine.sizing.shape import TransformerShape
 
 __all__ = [
+    "A100_CAPABILITY",
+    "A100_TRAINING_SHARE",
     "FP8_TRAINING_SPEEDUP",
     "PRE_AMPERE_CAPABILITY",
     "PRE_AMPERE_TRAINING_SHARE",
     "STACKS",
     "Stack",
     "achieved_utilization",
+    "generation_share",
     "memory_bound_seconds",
     "normalised_elements",
     "normalised_width",
@@ -88,8 +92,9 @@ data/calibration; published ones bracket the share (tests/test_published_trainin
 fine-tuned Qwen1.5-MoE-A2.7B (1,408-wide experts) on one host of 8 A800s: Megatron-LM 2.95 s an
 iteration, DeepSpeed ZeRO-2 under transformers 4 6.02 s, whose loop over expert modules transformers 5
 replaced with grouped matmuls, about 6x faster (Unsloth with Hugging Face, unsloth.ai/docs/new/faster-moe).
-The share puts the Hugging Face-class run between the two and Megatron-LM's at 0.75x its measured speed;
-the dense curve at the hidden size put both above Megatron-LM's measured speed (1.4x and 1.7x)."""
+The share puts the Hugging Face-class run between the two and Megatron-LM's at 0.97x its measured speed
+(with A100_TRAINING_SHARE); the dense curve at the hidden size put both above Megatron-LM's measured
+speed."""
 
 ACTIVATION_PASSES = 4.3
 """Bytes a Hugging Face-class step moves through memory-bound kernels per byte of activations it keeps
@@ -130,6 +135,16 @@ fp16 peak (Shoeybi et al. 2019, arXiv 1909.08053, abstract), where Megatron-Core
 H100s (the `megatron-lm` ceiling): 30 / 47 = 0.64."""
 PRE_AMPERE_CAPABILITY = 8.0
 """compute capability of the first cards with bf16 and FlashAttention-2 (Ampere)"""
+A100_TRAINING_SHARE = 1.3
+"""The share of its 16-bit peak a data-center Ampere card (compute capability 8.0: A100, A800, A30) trains
+at, relative to the Hopper cards the utilisation above is fitted on. The H100 tripled the A100's peak
+but not its bandwidth or the work between matmuls, so the same code reaches less of it: IBM and Meta's
+FSDP runs of Llama 2 7B reached 0.57 MFU on A100s and 0.37 on H100s (pytorch.org/blog/maximizing-training).
+Fitted to the five published A100 and A800 training runs in tests/test_published_training.py (fms-fsdp's
+7B and 13B, ms-swift's 14B under ZeRO-2 and ZeRO-3 and its MoE under Megatron-LM), which the Hopper share
+put at 0.77, 0.87, 0.66, 0.67 and 0.75 of their measured speed, and now at 1.00, 1.13, 0.83, 0.85 and 0.97."""
+A100_CAPABILITY = 8.0
+"""compute capability of the data-center Ampere cards (GA100)"""
 
 FP8_TRAINING_SPEEDUP = 1.3
 """End-to-end speed of fp8 training over bf16 on the same GPUs. The tensor cores' fp8 peak is 2x, but
@@ -225,6 +240,19 @@ def memory_bound_seconds(
 def stack_ceiling(stack: Stack) -> float:
     """The share of the dense peak a stack reaches on wide models (fraction)."""
     return _CEILING[check_choice("stack", stack, STACKS)]
+
+
+@lru_cache(maxsize=64)
+def generation_share(capability: str | None) -> float:
+    """The share of its peak a card's generation trains at, against the Hopper cards the utilisation is
+    fitted on: older than Ampere PRE_AMPERE_TRAINING_SHARE, a data-center Ampere (`capability` 8.0)
+    A100_TRAINING_SHARE, any other 1 (also where the KB gives no compute capability)."""
+    if capability is None:
+        return 1.0
+    version = float(capability)
+    if version < PRE_AMPERE_CAPABILITY:
+        return PRE_AMPERE_TRAINING_SHARE
+    return A100_TRAINING_SHARE if version == A100_CAPABILITY else 1.0
 
 
 def achieved_utilization(
