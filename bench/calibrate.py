@@ -536,6 +536,19 @@ with large vocabularies (Qwen2.5 0.5B and 1.5B, TinyLlama) and with gradient acc
 after long prompts (Qwen3-14B at 8 x 2,048) and of a model with full multi-head attention (Llama 2 7B);
 and four more encoders. Measured on one H200 in 277 s (data/calibration/h200-2026-11-27-f.json)."""
 
+MOE_LORA_RUNS = _runs(
+    "qwen3-30b-a3b:lora:b1:s2048:r16:ckpt",
+    "qwen3-30b-a3b:lora:b4:s2048:r16:ckpt",
+    "qwen3-30b-a3b:lora:b1:s2048:r16",
+    "gpt-oss-20b:lora:b2:s2048:r16:ckpt",
+    "mixtral-8x7b:lora:b1:s2048:r16:ckpt",
+)
+"""LoRA on mixtures of experts, which no list measures (training speed and memory of an MoE are otherwise
+read from its prompts' measured share and published runs: engine/sizing/training_speed.py), for one H200
+(141 GB): Qwen3-30B-A3B (128 experts 768 wide, 61 GB of bf16 weights) with and without checkpointing and
+at batch 4, gpt-oss-20b (32 experts 2,880 wide) and Mixtral 8x7B (8 experts 14,336 wide, 93 GB). The
+experts are adapted through peft's `target_parameters` (`expert_parameter_targets`)."""
+
 RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
     "default": DEFAULT_RUNS,
     "extended": EXTENDED_RUNS,
@@ -546,6 +559,7 @@ RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
     "eager-hosts": EAGER_HOST_RUNS,
     "families": FAMILY_RUNS,
     "breadth": BREADTH_RUNS,
+    "moe-lora": MOE_LORA_RUNS,
 }
 
 
@@ -982,15 +996,28 @@ def attention_implementation(model_type: str) -> str:
 
 def lora_targets(model_id: str, hf: HFConfig) -> tuple[str, ...]:
     """The modules a LoRA run adapts: q, k, v, o, gate, up and down as `hf.model_type` names them
-    (`PHI3_LORA_TARGETS`). A mixture of experts is an UnsupportedModel: transformers 5.x keeps each
-    layer's experts as 3-D parameters, not Linear modules, so `target_modules` would adapt the attention
-    alone while the advisor sizes adapters on every expert."""
-    if hf.model_type in FAMILY_MOE_MODEL_TYPES.values():
+    (`PHI3_LORA_TARGETS`). A mixture of experts also adapts each layer's experts, which transformers 5
+    keeps as 3-D parameters that `target_modules` does not reach: peft's `target_parameters` does
+    (`expert_parameter_targets`). DeepSeek-V2's latent attention names its projections otherwise, so
+    LoRA on it is an UnsupportedModel."""
+    if hf.model_type in _MLA_TYPES:
         raise UnsupportedModel(
-            f"{model_id} (built as {hf.model_type}): LoRA on experts, which transformers keeps as fused "
-            "3-D parameters that peft's target_modules do not reach"
+            f"{model_id} (built as {hf.model_type}): LoRA on latent attention, whose projections "
+            "(q_a/q_b, kv_a/kv_b) are not the q, k, v and o the advisor sizes adapters on"
         )
     return PHI3_LORA_TARGETS if hf.model_type == "phi3" else LORA_TARGETS
+
+
+def expert_parameter_targets(named_dims: Iterable[tuple[str, int]]) -> tuple[str, ...]:
+    """peft `target_parameters` for a model's experts: each 3-D parameter (experts x out x in, as
+    transformers 5 keeps an MoE layer's experts) named from its layer on, once ("mlp.experts.down_proj"
+    for "model.layers.3.mlp.experts.down_proj"); empty for a dense model. `named_dims` is
+    `(name, p.ndim) for name, p in model.named_parameters()`."""
+    found: dict[str, None] = {}
+    for name, ndim in named_dims:
+        if ndim == 3 and ".layers." in name:
+            found.setdefault(name.split(".layers.", 1)[1].split(".", 1)[1], None)
+    return tuple(found)
 
 
 def hf_config(model_id: str, kb_root: Path) -> HFConfig:
@@ -1138,7 +1165,8 @@ def method_text(
     if "lora" in methods:
         bullets.append(
             "`lora`: bf16 base, peft LoRA r = `lora_rank`, alpha 2r, dropout 0, on q,k,v,o,gate,up,down "
-            "(adapters in fp32, peft's default); fused AdamW over the adapters; the same loop."
+            "(adapters in fp32, peft's default), and on a mixture of experts' 3-D expert weights through "
+            "peft's `target_parameters`; fused AdamW over the adapters; the same loop."
         )
     if "inference" in methods:
         bullets.append(
@@ -1408,12 +1436,14 @@ def measure_training(
     if lora:
         assert spec.lora_rank is not None
         peft = _import("peft")
+        experts = expert_parameter_targets((name, p.ndim) for name, p in model.named_parameters())
         lora_config = peft.LoraConfig(
             r=spec.lora_rank,
             lora_alpha=2 * spec.lora_rank,
             lora_dropout=0.0,
             target_modules=list(targets),
             task_type="CAUSAL_LM",
+            **({"target_parameters": list(experts)} if experts else {}),
         )
         model = peft.get_peft_model(model, lora_config)
     weights_bytes = torch.cuda.memory_allocated() - baseline.allocated

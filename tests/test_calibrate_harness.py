@@ -35,6 +35,7 @@ from bench.calibrate import (
     decode_result,
     document_json,
     encode_result,
+    expert_parameter_targets,
     hf_config,
     hf_config_from_kb,
     load_kb_model,
@@ -759,7 +760,7 @@ def test_shared_experts_and_dense_layers_are_still_refused_outside_deepseek() ->
             hf_config_from_kb({**entry, "architecture": {**entry["architecture"], **changes}})
 
 
-def test_lora_adapts_phis_fused_projections_and_is_refused_on_experts() -> None:
+def test_lora_adapts_phis_fused_projections_and_is_refused_on_latent_attention() -> None:
     assert lora_targets("phi-4", hf_config("phi-4", KB)) == (
         "qkv_proj",
         "o_proj",
@@ -767,9 +768,44 @@ def test_lora_adapts_phis_fused_projections_and_is_refused_on_experts() -> None:
         "down_proj",
     )
     assert lora_targets("gemma-2-9b", hf_config("gemma-2-9b", KB)) == calibrate.LORA_TARGETS
-    for model in ("gpt-oss-20b", "deepseek-v2-lite", "qwen3-30b-a3b"):
-        with pytest.raises(UnsupportedModel, match=f"{model} .*LoRA on experts"):
-            lora_targets(model, hf_config(model, KB))
+    for model in ("gpt-oss-20b", "qwen3-30b-a3b", "mixtral-8x7b"):
+        assert lora_targets(model, hf_config(model, KB)) == calibrate.LORA_TARGETS
+    with pytest.raises(UnsupportedModel, match=r"deepseek-v2-lite .*LoRA on latent attention"):
+        lora_targets("deepseek-v2-lite", hf_config("deepseek-v2-lite", KB))
+
+
+def test_the_experts_3d_weights_are_adapted_through_target_parameters() -> None:
+    """transformers 5 keeps an MoE layer's experts as 3-D parameters (experts x out x in), which peft's
+    target_modules do not reach; each is named from its layer on, once, for `target_parameters`. The
+    router (2-D), the biases (gpt-oss's gate_up_proj_bias, 2-D) and a dense model's weights are not."""
+    qwen3_moe = [
+        ("model.embed_tokens.weight", 2),
+        *[(f"model.layers.{i}.self_attn.q_proj.weight", 2) for i in range(2)],
+        *[(f"model.layers.{i}.mlp.gate.weight", 2) for i in range(2)],
+        *[(f"model.layers.{i}.mlp.experts.{n}", 3) for i in range(2) for n in ("gate_up_proj", "down_proj")],
+        ("model.layers.1.mlp.experts.gate_up_proj_bias", 2),
+        ("lm_head.weight", 2),
+    ]
+    assert expert_parameter_targets(qwen3_moe) == ("mlp.experts.gate_up_proj", "mlp.experts.down_proj")
+    dense = [("model.layers.0.mlp.gate_proj.weight", 2), ("model.layers.0.mlp.down_proj.weight", 2)]
+    assert expert_parameter_targets(dense) == ()
+
+
+def test_the_moe_lora_list_adapts_experts_no_other_list_measures() -> None:
+    """LoRA on three mixtures of experts, each buildable and adapted on attention and experts, none
+    measured by another list, each within an H200's 141 GB as the advisor sizes it."""
+    runs = calibrate.RUN_LISTS["moe-lora"]
+    assert runs == calibrate.MOE_LORA_RUNS and {s.method for s in runs} == {"lora"}
+    check_models_exist(runs, KB)
+    others = {
+        spec.name for name, specs in calibrate.RUN_LISTS.items() if name != "moe-lora" for spec in specs
+    }
+    assert not {spec.name for spec in runs} & others
+    assert {spec.model for spec in runs} == {"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b"}
+    for spec in runs:
+        config = hf_config(spec.model, KB)
+        assert config.model_type in {"qwen3_moe", "gpt_oss", "mixtral"}
+        assert lora_targets(spec.model, config) == calibrate.LORA_TARGETS
 
 
 def test_gpt_oss_alone_is_built_with_eager_attention() -> None:
