@@ -539,15 +539,17 @@ and four more encoders. Measured on one H200 in 277 s (data/calibration/h200-202
 MOE_LORA_RUNS = _runs(
     "qwen3-30b-a3b:lora:b1:s2048:r16:ckpt",
     "qwen3-30b-a3b:lora:b4:s2048:r16:ckpt",
-    "qwen3-30b-a3b:lora:b1:s2048:r16",
     "gpt-oss-20b:lora:b2:s2048:r16:ckpt",
+    "gpt-oss-20b:lora:b1:s2048:r16",
     "mixtral-8x7b:lora:b1:s2048:r16:ckpt",
 )
 """LoRA on mixtures of experts, which no list measures (training speed and memory of an MoE are otherwise
 read from its prompts' measured share and published runs: engine/sizing/training_speed.py), for one H200
-(141 GB): Qwen3-30B-A3B (128 experts 768 wide, 61 GB of bf16 weights) with and without checkpointing and
-at batch 4, gpt-oss-20b (32 experts 2,880 wide) and Mixtral 8x7B (8 experts 14,336 wide, 93 GB). The
-experts are adapted through peft's `target_parameters` (`expert_parameter_targets`)."""
+(141 GB): Qwen3-30B-A3B (128 experts 768 wide, 61 GB of bf16 weights) at batch 1 and 4, gpt-oss-20b (32
+experts 2,880 wide) with and without checkpointing, and Mixtral 8x7B (8 experts 14,336 wide, 93 GB). The
+experts are adapted through peft's `target_parameters` (`expert_parameter_targets`), whose merged copy of
+each layer's expert weights the advisor counts (sizing.peft.merged_expert_bytes): without checkpointing
+gpt-oss-20b keeps 40 GB of them, which the run without checkpointing tests."""
 
 RUN_LISTS: dict[str, tuple[RunSpec, ...]] = {
     "default": DEFAULT_RUNS,

@@ -20,6 +20,7 @@ from engine.sizing import (
     logits_bytes,
     lora_memory,
     lora_params,
+    merged_expert_bytes,
     model_state_bytes_per_param,
     model_state_memory,
     optimizer_state_bytes_per_param,
@@ -262,3 +263,22 @@ def test_lora_targets_validation() -> None:
         lora_params(LLAMA_2_7B, 8, targets=())
     with pytest.raises(ValueError, match="rank"):
         lora_params(LLAMA_2_7B, 0)
+
+
+QWEN3_30B_A3B = TransformerShape(
+    n_layers=48, hidden_size=2048, n_heads=32, n_kv_heads=4, head_dim=128, intermediate_size=6144,
+    vocab_size=151936, n_experts=128, experts_per_token=8, moe_intermediate_size=768, qk_norm=True,
+)  # fmt: skip
+"""Qwen/Qwen3-30B-A3B's config.json"""
+
+
+def test_lora_on_experts_keeps_a_merged_copy_of_each_layers_expert_weights() -> None:
+    """peft adapts transformers 5's 3-D expert weights through `target_parameters` (tuners/lora/layer.py,
+    ParamWrapper): each forward multiplies by W + B A, a full bf16 copy of the layer's 128 experts (3 x
+    2,048 x 768 each: 1.21 GB), kept for the backward, which adds the gradient with respect to it. Without
+    checkpointing all 48 layers keep theirs; with it, the layer being recomputed. A dense model keeps none."""
+    layer = 128 * 3 * 2048 * 768 * 2
+    assert layer / GB == pytest.approx(1.208, abs=0.001)
+    assert merged_expert_bytes(QWEN3_30B_A3B, checkpointing=False) == layer * (48 + 1)
+    assert merged_expert_bytes(QWEN3_30B_A3B, checkpointing=True) == layer * 2
+    assert merged_expert_bytes(LLAMA_2_7B, checkpointing=False) == 0.0

@@ -22,6 +22,7 @@ from engine.sizing import (
     Sharding,
     TransformerShape,
     lora_memory,
+    merged_expert_bytes,
     mlp_params_per_expert,
     model_kv_cache_bytes,
     model_state_memory,
@@ -286,10 +287,23 @@ def _adapters(job: Job, layout: Layout) -> Breakdown:
         weights=on_gpu + peft.adapter.weights_bytes,
         gradients=peft.adapter.gradients_bytes,
         optimizer=peft.adapter.optimizer_bytes,
-        activations=_activations(job, layout),
+        activations=_activations(job, layout) + _merged_experts(job, layout),
         kv_cache=0.0,
         overhead=CUDA_CONTEXT_BYTES,
         host=host,
+    )
+
+
+def _merged_experts(job: Job, layout: Layout) -> float:
+    """What peft's LoRA on a mixture of experts' 3-D expert weights keeps beside the activations on one
+    GPU (`merged_expert_bytes`), on the Hugging Face stack; tensor parallelism splits the experts. QLoRA
+    is left out: whether a 4-bit base reaches experts held as 3-D parameters is not established."""
+    if layout.method != "lora" or job.training_stack != "huggingface" or not job.shape.is_moe:
+        return 0.0
+    base_bytes = 4.0 if layout.precision == "fp32" else 2.0
+    return (
+        merged_expert_bytes(job.shape, checkpointing=layout.checkpointing, base_weight_bytes=base_bytes)
+        / layout.tp
     )
 
 

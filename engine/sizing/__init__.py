@@ -68,6 +68,7 @@ from engine.sizing.peft import (
     PeftMemory,
     lora_memory,
     lora_params,
+    merged_expert_bytes,
     qlora_memory,
 )
 from engine.sizing.precision import (
@@ -168,6 +169,7 @@ __all__ = [
     "lora_params",
     "max_batch_for_latency",
     "max_concurrent_sequences",
+    "merged_expert_bytes",
     "min_tokens_per_second_per_sequence",
     "mla_attention_params_per_layer",
     "mlp_params_per_expert",
