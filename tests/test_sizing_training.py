@@ -282,3 +282,17 @@ def test_lora_on_experts_keeps_a_merged_copy_of_each_layers_expert_weights() -> 
     assert merged_expert_bytes(QWEN3_30B_A3B, checkpointing=False) == layer * (48 + 1)
     assert merged_expert_bytes(QWEN3_30B_A3B, checkpointing=True) == layer * 2
     assert merged_expert_bytes(LLAMA_2_7B, checkpointing=False) == 0.0
+
+
+def test_qlora_leaves_the_experts_of_transformers_5_in_16_bits_where_asked() -> None:
+    """bitsandbytes quantizes nn.Linear modules; transformers 5 keeps an MoE layer's experts as 3-D
+    parameters, which it skips and leaves in full precision (bitsandbytes issue 1849): Qwen3-30B-A3B's 48 x
+    128 experts of 3 x 2,048 x 768 are 28.99B of its 30.53B parameters, so its QLoRA base is 59.7 GB, not
+    the 16.7 GB of a base quantized throughout."""
+    experts = 48 * 128 * 3 * 2048 * 768
+    assert experts == 28_991_029_248
+    quantized = qlora_memory(QWEN3_30B_A3B).base_weights_bytes
+    stock = qlora_memory(QWEN3_30B_A3B, quantized_experts=False).base_weights_bytes
+    assert quantized / GB == pytest.approx(16.69, abs=0.01)
+    assert stock - quantized == pytest.approx(experts * (2.0 - 4.127 / 8), rel=1e-3)
+    assert stock / GB == pytest.approx(59.72, abs=0.01)

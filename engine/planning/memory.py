@@ -274,7 +274,11 @@ def frozen_base_bytes(job: Job, layout: Layout) -> float:
 
 def _adapter_states(job: Job, layout: Layout) -> tuple[float, PeftMemory]:
     base_bytes = 4.0 if layout.precision == "fp32" else 2.0
-    peft = _peft(job.shape, job.lora_rank, layout.method == "qlora", base_bytes, job.optimizer)
+    # bitsandbytes under transformers 5 leaves an MoE's 3-D expert weights unquantized (qlora_memory)
+    huggingface = job.training_stack == "huggingface"
+    peft = _peft(
+        job.shape, job.lora_rank, layout.method == "qlora", base_bytes, job.optimizer, not huggingface
+    )
     # The shape's count can differ from the stated size (estimated shapes): scale the frozen base to it.
     return peft.base_weights_bytes * job.params / total_params(job.shape), peft
 
@@ -297,8 +301,8 @@ def _adapters(job: Job, layout: Layout) -> Breakdown:
 def _merged_experts(job: Job, layout: Layout) -> float:
     """What peft's LoRA on a mixture of experts' 3-D expert weights keeps beside the activations on one
     GPU (`merged_expert_bytes`), on the Hugging Face stack; tensor parallelism splits the experts. QLoRA
-    is left out: whether a 4-bit base reaches experts held as 3-D parameters is not established."""
-    if layout.method != "lora" or job.training_stack != "huggingface" or not job.shape.is_moe:
+    too: bitsandbytes leaves those experts in 16 bits (qlora_memory), and peft merges them the same way."""
+    if layout.method not in ADAPTER_METHODS or job.training_stack != "huggingface" or not job.shape.is_moe:
         return 0.0
     base_bytes = 4.0 if layout.precision == "fp32" else 2.0
     return (
@@ -317,10 +321,17 @@ def _offloaded_base(job: Job, base: float) -> float:
 
 
 @lru_cache(maxsize=1024)
-def _peft(shape: TransformerShape, rank: int, qlora: bool, base_bytes: float, optimizer: str) -> PeftMemory:
+def _peft(
+    shape: TransformerShape,
+    rank: int,
+    qlora: bool,
+    base_bytes: float,
+    optimizer: str,
+    quantized_experts: bool,
+) -> PeftMemory:
     """LoRA/QLoRA model states: the same for every layout of a job, so computed once (pure)."""
     if qlora:
-        return qlora_memory(shape, rank, optimizer=optimizer)  # type: ignore[arg-type]
+        return qlora_memory(shape, rank, optimizer=optimizer, quantized_experts=quantized_experts)  # type: ignore[arg-type]
     return lora_memory(
         shape,
         rank,
