@@ -21,6 +21,7 @@ def fit_on(job: Job, target: OnTarget) -> TargetFit:
     the best plan on it or why none passes, in words (planning's `OnTarget`)."""
     gpu, fit, on_target = target.gpu, target.fit, target.best
     capacity = gpu.usable_memory_gb or gpu.memory_gb
+    reported = gb(fit.reported)
     asked = job.task
     if not fit.spreads:
         return TargetFit(
@@ -30,6 +31,7 @@ def fit_on(job: Job, target: OnTarget) -> TargetFit:
             fits=False,
             per_gpu_gb=0.0,
             vram_per_gpu_gb=capacity,
+            reported_gb=reported,
             why=f"No allowed way to run {task_title(asked)} on {target.count} GPUs "
             f"(parallelism allowed: {', '.join(fit.strategies) or 'none'}).",
             alternatives=[],
@@ -56,6 +58,7 @@ def fit_on(job: Job, target: OnTarget) -> TargetFit:
         fits=fit.fits,
         per_gpu_gb=gb(fit.least),
         vram_per_gpu_gb=capacity,
+        reported_gb=reported,
         why=text,
         alternatives=list(fit.alternatives),
         throughput=throughput_of(on_target) if on_target else None,

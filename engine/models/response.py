@@ -271,6 +271,11 @@ class TargetFit(ResponseModel):
     )
     per_gpu_gb: float = Field(description="least memory per GPU the job needs as asked, GB")
     vram_per_gpu_gb: float = Field(description="memory of each target GPU the job can use, GB")
+    reported_gb: float | None = Field(
+        None,
+        description="memory the driver reports on each target GPU, GB (1e9 bytes): what `fits` is measured "
+        "against; an H100 80GB reports 81,559 MiB, 85.5 GB",
+    )
     why: str = Field(description="the verdict in words, with ways to make it run when it does not fit")
     alternatives: list[str] = Field(
         description="what fits: a fused loss, another method, lower-precision weights, offload, parallelism, "
@@ -284,6 +289,12 @@ class TargetFit(ResponseModel):
         description="the cost of the best plan on the target (as owned, bought or rented), when one passes",
     )
     plan: str | None = Field(None, description="that plan in words: method, precision, parallelism")
+
+    @property
+    def capacity_gb(self) -> float:
+        """Each target GPU's memory in the unit of `per_gpu_gb`: what the driver reports where the KB has
+        it, else `vram_per_gpu_gb` (as `Recommendation.capacity_gb`)."""
+        return self.vram_per_gpu_gb if self.reported_gb is None else self.reported_gb
 
 
 class TraceStep(ResponseModel):

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from engine.models.kb import Gpu
-from engine.planning.memory import per_gpu
+from engine.planning.memory import per_gpu, reported_bytes
 from engine.planning.plan_space import Spec
 from engine.planning.planner import Planner
 from engine.sizing import GB
@@ -35,6 +35,8 @@ class Fit:
     """what one GPU offers a plan, in words (`PlanFit.room`)"""
     strategies: tuple[str, ...]
     """the parallelism the request allows, for saying why nothing spreads the job"""
+    reported: float
+    """bytes the driver reports on one GPU, which `usable` is a share of (`reported_bytes`)"""
 
 
 def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
@@ -46,7 +48,7 @@ def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
     totals = {spec: planner.fit.memory(spec.layout).total for spec in planner.specs(count, per_node)}
     room, strategies = planner.fit.room(gpu), tuple(sorted(planner.space.strategies))
     if not totals:  # the parallelism allowed cannot spread this task over that many GPUs
-        return Fit(precision, False, 0.0, usable, False, (), room, strategies)
+        return Fit(precision, False, 0.0, usable, False, (), room, strategies, reported_bytes(gpu))
     # As asked: the method and precision requested, in GPU memory (offload is a way out, listed below).
     as_asked = [t for s, t in totals.items() if _as_asked(s, asked, precision)]
     least = min(as_asked) if as_asked else min(totals.values())
@@ -60,7 +62,9 @@ def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
         fused = _fused_loss(planner, totals, asked, precision, usable)
         alternatives[:0] = [fused] if fused else []  # the change that leaves the plan as it is
         alternatives.extend(_scale_out(planner, gpu, count, asked, precision))
-    return Fit(precision, True, least, usable, fits, tuple(alternatives), room, strategies)
+    return Fit(
+        precision, True, least, usable, fits, tuple(alternatives), room, strategies, reported_bytes(gpu)
+    )
 
 
 def _fused_loss(
