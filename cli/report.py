@@ -58,7 +58,7 @@ def _figures(option: Recommendation) -> list[str]:
     return [
         _acquired(option),
         _plan(option),
-        f"{option.memory.per_gpu_gb:.1f}/{round(option.capacity_gb, 1):g}",
+        f"{option.memory.per_gpu_gb:.1f}/{option.capacity_gb:g}",
         f"{option.throughput.tokens_per_s:,.0f}",
         _price(option),
         _usd(option.cost.horizon_cost_usd, cents=option.cost.horizon_cost_usd < 100),
@@ -74,7 +74,7 @@ def capacity_note(options: Sequence[Recommendation]) -> list[Text]:
     return [
         Text(
             f"GB/GPU: of what each GPU's driver reports, in 10^9 bytes ({short_name(first.gpu_name)}: "
-            f"{round(first.capacity_gb, 1):g}).",
+            f"{first.capacity_gb:g}).",
             style="dim",
         )
     ]
@@ -151,7 +151,7 @@ def comparison_table(response: CompareResponse) -> Table:
     for choice in response.choices:
         option = choice.option
         if option is None:
-            memory = f"{choice.fit.per_gpu_gb:.1f}/{round(choice.fit.capacity_gb, 1):g}"
+            memory = f"{choice.fit.per_gpu_gb:.1f}/{choice.fit.capacity_gb:g}"
             table.add_row("-", _choice_label(choice), choice.acquisition or "any", "-", memory, "-", "-", "-")
         else:
             table.add_row(str(option.rank), _choice_label(choice), *_figures(option))

@@ -65,7 +65,7 @@ def verdict(kb: KB, judged: Judged, fit: TargetFit, job: Job) -> str:
         how = {"buy": "buy", "rent": "rent", "owned": "own"}.get(choice.acquisition or "", "get")
         name = kb.gpus[choice.gpu].name
         return f"not available: no way to {how} {choice.count} x {name} in the knowledge base"
-    needs = f"needs {fit.per_gpu_gb:.1f} GB of {round(fit.capacity_gb, 1):g}"
+    needs = f"needs {fit.per_gpu_gb:.1f} GB of {fit.capacity_gb:g}"
     best = on.best
     if best is not None:
         figures = f"{_speed(best)}, {_price(best)}"

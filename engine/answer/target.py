@@ -21,7 +21,7 @@ def fit_on(job: Job, target: OnTarget) -> TargetFit:
     the best plan on it or why none passes, in words (planning's `OnTarget`)."""
     gpu, fit, on_target = target.gpu, target.fit, target.best
     capacity = gpu.usable_memory_gb or gpu.memory_gb
-    reported = gb(fit.reported)
+    reported = round(fit.reported / GB, 1)  # as a recommendation's `memory.reported_gb`
     asked = job.task
     if not fit.spreads:
         return TargetFit(

@@ -177,6 +177,13 @@ class Launch(ResponseModel):
     )
 
 
+def capacity_gb(nominal_gb: float, reported_gb: float | None) -> float:
+    """A GPU's memory in the unit of a plan's GB (1e9 bytes), to 0.1 GB: what the driver reports where
+    the KB has it, else the nominal size. A card's name rounds its bytes (an "H100 80GB" reports
+    85.5e9), so "80.3 of 80" beside a plan that fits would read as over-full."""
+    return nominal_gb if reported_gb is None else reported_gb
+
+
 class Recommendation(ResponseModel):
     """One hardware option with its plan, memory, speed, cost and justification."""
 
@@ -232,11 +239,8 @@ class Recommendation(ResponseModel):
 
     @property
     def capacity_gb(self) -> float:
-        """Each GPU's memory in the unit of `memory.per_gpu_gb` (1e9 bytes): what the driver reports
-        where the KB has it, else the nominal size. A card's name rounds its bytes (an "H100 80GB"
-        reports 85.5e9), so "80.3 of 80" beside a plan that fits would read as over-full."""
-        reported = self.memory.reported_gb
-        return self.vram_per_gpu_gb if reported is None else reported
+        """Each GPU's memory in the unit of `memory.per_gpu_gb` (`capacity_gb`)."""
+        return capacity_gb(self.vram_per_gpu_gb, self.memory.reported_gb)
 
     price_as_of: str | None = Field(
         None,
@@ -292,9 +296,8 @@ class TargetFit(ResponseModel):
 
     @property
     def capacity_gb(self) -> float:
-        """Each target GPU's memory in the unit of `per_gpu_gb`: what the driver reports where the KB has
-        it, else `vram_per_gpu_gb` (as `Recommendation.capacity_gb`)."""
-        return self.vram_per_gpu_gb if self.reported_gb is None else self.reported_gb
+        """Each target GPU's memory in the unit of `per_gpu_gb` (`capacity_gb`)."""
+        return capacity_gb(self.vram_per_gpu_gb, self.reported_gb)
 
 
 class TraceStep(ResponseModel):
