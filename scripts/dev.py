@@ -226,7 +226,20 @@ def test() -> None:
     ensure_browser()
     ensure_nginx()
     ensure_launch_tools()
-    _run(BIN / "python", "-m", "pytest")
+    _run(BIN / "python", "-m", "pytest", *_spread())
+
+
+MAX_TEST_WORKERS = 4
+"""pytest-xdist workers at most: past 4 the suite's longest files (tests/test_reload.py, about a minute
+each of several) set its time, and each worker holds its own advisor and KB."""
+
+
+def _spread() -> tuple[str, ...]:
+    """pytest-xdist options spreading the suite over this machine's cores (none on one core). Work is
+    handed out as workers free up (`worksteal`): a few tests take a minute, most a few milliseconds."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    workers = min(cores, MAX_TEST_WORKERS)
+    return () if workers < 2 else ("-n", str(workers), "--dist", "worksteal")
 
 
 GOLDEN_TESTS = (
