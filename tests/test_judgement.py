@@ -185,7 +185,8 @@ def test_a_serving_fleet_is_sized_at_the_sequences_in_flight() -> None:
 
 def test_a_larger_option_ranks_first_only_when_a_quarter_cheaper_per_doubling() -> None:
     """docs/ranking.md: under `balanced`, an option with more GPUs ranks above one with fewer only when
-    its cost is below 3/4 per doubling of the count (and 2/3 per extra node), read from the answer."""
+    its cost is below 3/4 per doubling of the count (and 2/3 per doubling of the nodes), read from the
+    answer."""
     for task in ("full_finetune", "lora", "inference"):
         answer = ask({"task": task, "params_b": 7}, {"acquisition": "rent"}, top_k=10)
         recs = answer.recommendations
@@ -202,6 +203,26 @@ def test_a_larger_option_ranks_first_only_when_a_quarter_cheaper_per_doubling() 
                         high.gpu,
                         low.gpu,
                     )
+
+
+def test_a_cluster_twice_the_size_is_not_weighed_as_if_each_node_were_a_new_risk() -> None:
+    """docs/ranking.md: the node factor is per doubling of the nodes, like the GPU factor. A 7B model
+    pretrained on 2T tokens in 60 days needs a cluster of four nodes or more; at 1.5 per extra node, 32
+    B300s rented at four times the cost of 64 H200s (that finish within days of them) ranked second,
+    the H200s fourth. No option may rank above one that costs less than half as much and finishes
+    within a tenth of its hours: doubling both the GPUs and the nodes asks for half the cost."""
+    answer = ask(
+        {"task": "pretrain", "model": "llama-2-7b", "training_tokens_b": 2000, "job_hours": 1440},
+        {"acquisition": "rent"},
+    )
+    recs = answer.recommendations
+    assert len(recs) >= 4 and all(rec.nodes >= 4 for rec in recs)
+    for i, high in enumerate(recs):
+        for low in recs[i + 1 :]:
+            hours_high, hours_low = high.throughput.training_hours, low.throughput.training_hours
+            assert hours_high is not None and hours_low is not None
+            if hours_low <= 1.1 * hours_high:
+                assert high.cost.horizon_cost_usd <= 2 * low.cost.horizon_cost_usd, (high.gpu, low.gpu)
 
 
 @pytest.mark.parametrize(("target", "spare"), [(99.9, True), (99.5, False)])

@@ -344,7 +344,7 @@ def outranked_words(found: Outranked, other: Ranked, shown: int) -> str:
     if found.fewer_gpus:
         reasons.append(
             "it takes fewer GPUs or nodes, and the balanced objective asks each doubling of the GPU count "
-            "to save a quarter of the cost and each extra node a third"
+            "to save a quarter of the cost and each doubling of the nodes a third"
         )
     if found.preferred_by:
         reasons.append(f"the rules' preferences weigh for it ({', '.join(found.preferred_by)})")

@@ -9,8 +9,8 @@ of them to propose first. docs/ranking.md states the formulas with worked exampl
 - fastest: least wall-clock, T (a training run's hours; for serving, seconds per generated token of
   one sequence), ties broken by cost;
 - balanced (default): the simplest sufficient option unless a larger one is clearly cheaper. Each
-  doubling of the GPU count must save a quarter of the cost, and each extra node a third:
-  E = C x (4/3)^log2(GPUs) x 1.5^(nodes - 1). One GPU at $100 beats two at $76; two at $74 win.
+  doubling of the GPU count must save a quarter of the cost, and each doubling of the nodes a third:
+  E = C x (4/3)^log2(GPUs) x 1.5^log2(nodes). One GPU at $100 beats two at $76; two at $74 win.
   Serving also weighs speed up to three times the per-user floor: E x 3f / min(tokens/s, 3f); a
   training run weighs the slack it leaves before its deadline: E x 1 / sqrt(1 - T/D).
 
