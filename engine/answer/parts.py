@@ -227,6 +227,7 @@ OPTIMIZER_STATE_CONVENTIONS = {
 """each optimizer's state convention, and the optimizers that use it"""
 TRAINING_CONVENTIONS = frozenset(
     {
+        "weight_bytes",  # a served plan's weights are in its own precision, stated with it
         "gradient_bytes",
         "master_weight_bytes",
         "training_flops_per_param_token",
