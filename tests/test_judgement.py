@@ -225,6 +225,24 @@ def test_a_cluster_twice_the_size_is_not_weighed_as_if_each_node_were_a_new_risk
                 assert high.cost.horizon_cost_usd <= 2 * low.cost.horizon_cost_usd, (high.gpu, low.gpu)
 
 
+def test_two_owned_24gb_cards_qlora_a_70b_model_with_the_base_in_host_memory() -> None:
+    """Answer.AI's FSDP-QLoRA trains a 70B model on two 24 GB RTX 3090s or 4090s, with gradient
+    checkpointing and CPU offloading (answer.ai/posts/2024-03-06-fsdp-qlora; B. Marie, "Multi-GPU
+    Fine-tuning for Llama 3.1 70B with FSDP and QLoRA", The Kaitchup, 2024: two RTX 3090s "and a lot of
+    CPU RAM"). Asked with two owned 3090s, the answer runs it on them, offloaded, with the host memory it
+    needs, rather than ruling them out for want of 28.7 GB each."""
+    answer = ask(
+        {"task": "qlora", "model": "llama-3-1-70b", "training_tokens_b": 0.02},
+        {"existing_hardware": [{"gpu": "nvidia-rtx-3090", "count": 2}]},
+    )
+    owned = [rec for rec in answer.recommendations if rec.acquisition == "owned"]
+    assert owned, answer.summary
+    plan = owned[0]
+    assert plan.gpu_count == 2 and plan.offload and plan.method == "qlora"
+    assert plan.memory.per_gpu_gb <= 24 and "host RAM" in plan.why
+    assert "ruled out" not in answer.summary
+
+
 @pytest.mark.parametrize(("target", "spare"), [(99.9, True), (99.5, False)])
 def test_an_availability_target_above_one_machines_keeps_a_spare_replica(target: float, spare: bool) -> None:
     """AWS's Compute SLA promises one instance 99.5% and 99.99% only across zones: above 99.5% every

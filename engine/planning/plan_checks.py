@@ -168,9 +168,13 @@ class PlanChecks:
             }
         return found
 
-    def changes_request(self, spec: Spec) -> bool:
+    def changes_request(self, spec: Spec, owned: bool = False) -> bool:
+        """Whether the spec changes what was asked: its method or precision, or CPU offload the request
+        does not list. On hardware the user owns, offload is not a change: it costs time, not money,
+        and is how owned cards run what does not fit them (Answer.AI's FSDP-QLoRA trains a 70B model on
+        two 24 GB cards with it; rule offload-is-a-slow-last-resort still ranks it down)."""
         attrs = self.spec_attrs(spec)
-        if spec.layout.offload and not self.offload_listed:
+        if spec.layout.offload and not (self.offload_listed or owned):
             return True
         return bool(attrs["method_changed"] or attrs["precision_changed"])
 

@@ -48,8 +48,8 @@ class SizingMemo:
 
     memory: dict[Layout, Breakdown] = field(default_factory=dict)
     spec_entries: dict[tuple[int, int], list[SizedSpec]] = field(default_factory=dict)
-    asked_entries: dict[tuple[int, int, bool, bool], list[SizedSpec]] = field(default_factory=dict)
-    least_memory: dict[tuple[int, int, bool, bool], float] = field(default_factory=dict)
+    asked_entries: dict[tuple[int, int, bool, bool, bool], list[SizedSpec]] = field(default_factory=dict)
+    least_memory: dict[tuple[int, int, bool, bool, bool], float] = field(default_factory=dict)
     spec_attrs: dict[int, dict[str, Scalar]] = field(default_factory=dict)
     """by spec id: specs live as long as `spec_entries`, so their ids are stable"""
     usage: dict[float | None, Usage] = field(default_factory=dict)
@@ -71,12 +71,13 @@ class PlanFit:
         memo: SizingMemo,
         *,
         as_asked_only: bool,
-        changes_request: Callable[[Spec], bool],
+        changes_request: Callable[[Spec, bool], bool],
         neutral_precision: str | None,
     ) -> None:
         """`headroom`: the share of a GPU's memory kept free (rule keep-memory-headroom);
-        `changes_request`: whether a spec changes the requested method or precision (left out
-        while `as_asked_only`); `neutral_precision`: left out on a GPU that does not run it."""
+        `changes_request`: whether a spec changes the requested method or precision, on owned hardware
+        or not (left out while `as_asked_only`); `neutral_precision`: left out on a GPU that does not
+        run it."""
         self.job = job
         self.space = space
         self.headroom = headroom
@@ -116,14 +117,15 @@ class PlanFit:
         """Bytes of a GPU's memory kept free: the headroom share, at least MIN_HEADROOM."""
         return max(MIN_HEADROOM, capacity_gb * GB * self.headroom)
 
-    def least(self, count: int, per_node: int, native: bool) -> float:
+    def least(self, count: int, per_node: int, native: bool, owned: bool = False) -> float:
         """The least memory per GPU any spec for this many GPUs needs (bytes; inf when none), among the
         specs that keep the request's method and precision when only those are planned."""
-        key = (count, per_node, self.as_asked_only, native)
+        key = (count, per_node, self.as_asked_only, native, owned)
         found = self.memo.least_memory.get(key)
         if found is None:
             found = self.memo.least_memory[key] = min(
-                (self.sized(e).total for e in self.planned(count, per_node, native)), default=float("inf")
+                (self.sized(e).total for e in self.planned(count, per_node, native, owned)),
+                default=float("inf"),
             )
         return found
 
@@ -137,18 +139,19 @@ class PlanFit:
             ]
         return found
 
-    def planned(self, count: int, per_node: int, native: bool = True) -> list[SizedSpec]:
-        """`_entries` less those that change the request while only the request's are planned, and
-        less those in the quality-neutral precision on a GPU that does not run it (`native`)."""
+    def planned(self, count: int, per_node: int, native: bool = True, owned: bool = False) -> list[SizedSpec]:
+        """`_entries` less those that change the request while only the request's are planned (on
+        `owned` hardware CPU offload is not a change), and less those in the quality-neutral precision
+        on a GPU that does not run it (`native`)."""
         if not self.as_asked_only and native:
             return self.entries(count, per_node)
-        key = (count, per_node, self.as_asked_only, native)
+        key = (count, per_node, self.as_asked_only, native, owned)
         found = self.memo.asked_entries.get(key)
         if found is None:
             found = self.memo.asked_entries[key] = [
                 e
                 for e in self.entries(count, per_node)
-                if not (self.as_asked_only and self.changes_request(e.spec))
+                if not (self.as_asked_only and self.changes_request(e.spec, owned))
                 and (native or e.spec.layout.precision != self.neutral_precision)
             ]
         return found

@@ -239,13 +239,14 @@ class Planner:
         native = self.neutral_precision is None or bool(
             option.attrs.get(NATIVE_ATTRIBUTE.get(self.neutral_precision, ""), False)
         )  # no spec in the quality-neutral precision is planned on a GPU that does not run it
+        owned = option.acquisition == "owned"
         known = self._sizing.least_memory.get(
-            (option.count, option.gpus_per_node, self._as_asked_only, native)
+            (option.count, option.gpus_per_node, self._as_asked_only, native, owned)
         )
         if known is not None and known > usable:
             return self._none_fits(option, known)
         # Specs in preference order: most options take an early one.
-        for entry in self.fit.planned(option.count, option.gpus_per_node, native):
+        for entry in self.fit.planned(option.count, option.gpus_per_node, native, owned):
             memory = entry.memory or self.fit.sized(entry).memory  # inline check: the hot path
             assert memory is not None
             if entry.total > usable:
@@ -265,7 +266,7 @@ class Planner:
             return None if first is None else Rejection(option, first.rule, first.reason, frozenset(rules))
         if host_short is not None:
             return Rejection(option, self.checks.fits_rule, self.fit.host_too_small(option, host_short))
-        return self._none_fits(option, self.fit.least(option.count, option.gpus_per_node, native))
+        return self._none_fits(option, self.fit.least(option.count, option.gpus_per_node, native, owned))
 
     def _none_fits(self, option: Option, least: float) -> Rejection | None:
         if least == float("inf"):
