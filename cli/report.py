@@ -59,7 +59,7 @@ def _figures(option: Recommendation) -> list[str]:
         _acquired(option),
         _plan(option),
         f"{option.memory.per_gpu_gb:.1f}/{option.capacity_gb:g}",
-        f"{option.throughput.tokens_per_s:,.0f}",
+        f"{option.shown_tokens_per_s:,.0f}",
         _price(option),
         _usd(option.cost.horizon_cost_usd, cents=option.cost.horizon_cost_usd < 100),
     ]

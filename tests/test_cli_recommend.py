@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import EXIT_OK, EXIT_USAGE, main
+from cli.report import options_table
 from cli.request_input import apply_flags, to_request
 from engine.knowledge.paths import PROJECT_ROOT
 from engine.models.response import RecommendResponse
@@ -191,3 +192,24 @@ def test_the_table_holds_memory_against_what_the_driver_reports(capsys: pytest.C
     for r in response.recommendations:
         assert f"{r.memory.per_gpu_gb:.1f}/{r.capacity_gb:g}" in table
     assert "of what each GPU's driver reports" in table
+
+
+def test_a_training_tables_speed_is_the_runs_as_its_why_states(capsys: pytest.CaptureFixture[str]) -> None:
+    """The table's tok/s for a training run is the run's over all its GPUs, the figure its why gives
+    ("about 129 training tokens/s"), not one data-parallel replica's share: two owned 3090s QLoRA-tuning a
+    70B model read 129, not 64, beside one rented H100's 849."""
+    code, out, _ = run(
+        [
+            "--task", "qlora", "--model", "llama-3-1-70b", "--training-tokens-b", "0.02",
+            "--owned", "nvidia-rtx-3090:2", "--top-k", "3", "--json",
+        ],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_OK
+    answer = RecommendResponse.model_validate_json(out)
+    cells = list(options_table(answer).columns[5].cells)
+    for rec, cell in zip(answer.recommendations, cells, strict=True):
+        stated = re.search(r"about ([\d,]+) training tokens/s", rec.why)
+        assert stated is not None, rec.why
+        assert cell == stated.group(1), (rec.gpu, cell, rec.why)
+    assert any(rec.gpu_count > 1 for rec in answer.recommendations)

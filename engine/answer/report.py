@@ -136,7 +136,7 @@ def _options_table(recs: Sequence[Recommendation]) -> str:
             f"<tr><td>{rec.rank}</td><td>{_gpus(rec)}</td><td>{_html(_how(rec))}</td>"
             f"<td>{_html(plan)}</td>"
             f"<td class=num>{rec.memory.per_gpu_gb:.1f} / {rec.capacity_gb:g}</td>"
-            f"<td class=num>{rec.throughput.tokens_per_s:,.0f}</td><td class=num>{_capex(rec)}</td>"
+            f"<td class=num>{rec.shown_tokens_per_s:,.0f}</td><td class=num>{_capex(rec)}</td>"
             f"<td class=num>{_hourly(rec)}</td><td class=num>{_money(rec.cost.monthly_usd)}</td>{run}"
             f"<td class=num>{_money(rec.cost.horizon_cost_usd)}</td>"
             f"<td>{_html(rec.price_as_of or 'owned')}</td></tr>"

@@ -242,6 +242,14 @@ class Recommendation(ResponseModel):
         """Each GPU's memory in the unit of `memory.per_gpu_gb` (`capacity_gb`)."""
         return capacity_gb(self.vram_per_gpu_gb, self.memory.reported_gb)
 
+    @property
+    def shown_tokens_per_s(self) -> float:
+        """The speed a table's one column shows (not serialised): a served sequence's tokens/s, what
+        its reader sees; a training run's over all its GPUs, what sets its hours and what the `why`
+        states ("about 129 training tokens/s"), not one data-parallel replica's share of it."""
+        speed = self.throughput
+        return speed.tokens_per_s if self.method == "inference" else speed.aggregate_tokens_per_s
+
     price_as_of: str | None = Field(
         None,
         description="date (ISO) the prices this option is costed with were seen: the offer's when rented, "
