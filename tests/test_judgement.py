@@ -243,6 +243,22 @@ def test_two_owned_24gb_cards_qlora_a_70b_model_with_the_base_in_host_memory() -
     assert "ruled out" not in answer.summary
 
 
+@pytest.mark.parametrize(("ram_gib", "runs"), [(32, False), (128, True)])
+def test_an_owned_machines_stated_ram_bounds_its_offload_plan(ram_gib: int, runs: bool) -> None:
+    """The owned 3090s' offload plan keeps the 4-bit base, about 40 GB, in host RAM: a machine stated to
+    have 32 GiB cannot hold it (the cards are ruled out, naming both figures); one with 128 GiB can."""
+    hardware = {"gpu": "nvidia-rtx-3090", "count": 2, "host_ram_gib": ram_gib}
+    answer = ask(
+        {"task": "qlora", "model": "llama-3-1-70b", "training_tokens_b": 0.02},
+        {"existing_hardware": [hardware]},
+    )
+    owned = [rec for rec in answer.recommendations if rec.acquisition == "owned"]
+    assert bool(owned) is runs
+    if not runs:
+        reasons = [r.reason for r in answer.rejected if r.acquisition == "owned"]
+        assert any("host RAM" in r and "has 32 GiB" in r for r in reasons), reasons
+
+
 @pytest.mark.parametrize(("target", "spare"), [(99.9, True), (99.5, False)])
 def test_an_availability_target_above_one_machines_keeps_a_spare_replica(target: float, spare: bool) -> None:
     """AWS's Compute SLA promises one instance 99.5% and 99.99% only across zones: above 99.5% every

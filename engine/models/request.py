@@ -463,6 +463,12 @@ class HardwareCount(RequestModel):
 
     gpu: HardwareId = Field(description="KB gpu id")
     count: Annotated[int, Field(ge=1, le=100_000)] = Field(1, description="how many of these GPUs")
+    host_ram_gib: Annotated[float, Field(gt=0, le=65_536, allow_inf_nan=False)] | None = Field(
+        None,
+        description="existing_hardware: the RAM of each machine these GPUs are in, GiB as the OS reports "
+        "it; plans that offload to host memory and need more are ruled out (absent: the answer states "
+        "what they need)",
+    )
 
 
 class ExistingHost(RequestModel):

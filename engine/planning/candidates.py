@@ -68,6 +68,9 @@ class Option:
     """the price range `host_unit_usd` is the midpoint of"""
     assumed: bool = False
     """owned by assumption, not by the request: the computer a user already has, for a tiny job"""
+    host_ram_gib: float | None = None
+    """owned: the RAM of each machine the GPUs are in, where the request states it (an offer's is
+    `offer.memory_gib`)"""
     maturity_reasons: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """`training_maturity` / `serving_maturity` -> why its stack is rated so (kb/stacks `maturity`)"""
 
@@ -160,6 +163,13 @@ class Context:
     (rule tiny-runs-need-no-gpu)"""
     gpu_classes: frozenset[str] | None = None
     """the GPU classes the user allows (`constraints.gpu_classes`), None for any"""
+    owned_ram: tuple[tuple[str, float], ...] = ()
+    """(gpu, GiB) the RAM of each machine the owned GPUs are in, where the request states it"""
+
+    def without_owned(self) -> Context:
+        """This context less the hardware the user owns: what the options of price groups depend on
+        (owned hardware stands alone, outside them)."""
+        return dataclasses.replace(self, owned=(), owned_ram=(), your_computer=False)
 
 
 YOUR_COMPUTER = "cpu-x86-64gb"
@@ -169,8 +179,11 @@ YOUR_COMPUTER = "cpu-x86-64gb"
 def context_for(request: RecommendRequest, *, spot: bool, your_computer: bool = False) -> Context:
     c = request.constraints
     owned: dict[str, int] = {}
+    ram: dict[str, float] = {}
     for item in c.existing_hardware:
         owned[item.gpu] = owned.get(item.gpu, 0) + item.count
+        if item.host_ram_gib is not None:  # listed twice: the smaller machine bounds a plan
+            ram[item.gpu] = min(ram.get(item.gpu, item.host_ram_gib), item.host_ram_gib)
     extra = set()
     if c.target_hardware is not None:
         extra.add((c.target_hardware.gpu, c.target_hardware.count))
@@ -185,6 +198,7 @@ def context_for(request: RecommendRequest, *, spot: bool, your_computer: bool = 
         psu_watts=c.existing_host.psu_watts if c.existing_host else None,
         your_computer=your_computer,
         gpu_classes=frozenset(c.gpu_classes) if c.gpu_classes else None,
+        owned_ram=tuple(sorted(ram.items())),
     )
 
 
@@ -244,9 +258,11 @@ def owned_options(graph: KBGraph, ctx: Context, gpu: Gpu, named: set[int]) -> It
         return
     # the machines the owned cards are in: a run on some of them still runs those machines' hosts
     machine = placement(graph.hosts_for(gpu.id), have, "new") if have and gpu.sold_as != "machine" else None
+    ram = dict(ctx.owned_ram).get(gpu.id)
     for count in sorted({c for c in (*CARD_COUNTS, *named) if c <= have} | ({have} if have else set())):
         placed = _in_owned_machines(machine, have, count) if machine is not None else None
-        yield _local(graph, ctx, gpu, count, "owned", "owned", None, placed)
+        option = _local(graph, ctx, gpu, count, "owned", "owned", None, placed)
+        yield option if ram is None else dataclasses.replace(option, host_ram_gib=ram)
 
 
 def _in_owned_machines(machine: Placement, have: int, count: int) -> Placement:

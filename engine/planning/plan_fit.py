@@ -176,15 +176,18 @@ class PlanFit:
 
     def host_usable(self, option: Option) -> float:
         """Host RAM one node of the option offers less the headroom (bytes); unlimited when unknown
-        (hardware bought is configured to order; the why states what offload needs)."""
-        ram = option.offer.memory_gib if option.offer is not None else None
+        (hardware bought is configured to order, owned hardware's unless the request states it; the
+        why states what offload needs)."""
+        ram = _host_ram_gib(option)
         return float("inf") if ram is None else ram * GIB * (1 - self.headroom)
 
     def host_too_small(self, option: Option, needed: float) -> str:
-        ram = option.offer.memory_gib if option.offer is not None else 0
+        where = (
+            option.offer.instance_type if option.offer else f"the machine the {option.gpu.name} cards are in"
+        )
         return (
             f"CPU offload needs {needed / GB:,.0f} GB of host RAM per node; "
-            f"{option.offer.instance_type if option.offer else option.gpu.name} has {ram:g} GiB"
+            f"{where} has {_host_ram_gib(option) or 0:g} GiB"
         )
 
     def too_small(self, option: Option, least: float) -> str:
@@ -197,3 +200,8 @@ class PlanFit:
                 f"needs at least {least / GB:.1f} GB per GPU; {count}{option.gpu.name} {room}"
             )
         return found
+
+
+def _host_ram_gib(option: Option) -> float | None:
+    """The RAM of each node of the option, GiB: its offer's, or what the request states for owned GPUs."""
+    return option.offer.memory_gib if option.offer is not None else option.host_ram_gib

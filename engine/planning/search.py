@@ -5,7 +5,6 @@ the search for a way out once one rule is lifted. It sizes nothing itself: each 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -144,7 +143,7 @@ class Searcher:
         tests = planner.checks.varying_tests(grouped.varying)
         if not tests:
             return False
-        key = (dataclasses.replace(ctx, owned=(), your_computer=False), gpu_count, tests)
+        key = (ctx.without_owned(), gpu_count, tests)
         return self._told_apart.get_or_make(key, lambda: tests_tell_apart(tests, grouped.groups))
 
     def screened_groups(self, planner: Planner, ctx: Context, gpu_count: int | None) -> Screened:
@@ -153,7 +152,7 @@ class Searcher:
         the count and budget filters', do not depend on the request)."""
         # Owned hardware stands alone, outside the price groups: requests that differ only in it
         # share the groups' screens.
-        grouped_ctx = dataclasses.replace(ctx, owned=(), your_computer=False)
+        grouped_ctx = ctx.without_owned()
         checks = planner.checks
         key = (grouped_ctx, gpu_count, tuple(_filter_key(f) for f in checks.option_filters))
         found = self._screens.get(key)
@@ -280,7 +279,7 @@ class Searcher:
         spans two GPUs or a purchase and a rental, so the groups are those of each GPU's parts, made
         with them and shared by every context that shares the part; owned hardware only adds options
         that stand alone."""
-        groups_of = self._price_groups(dataclasses.replace(ctx, owned=(), your_computer=False), gpu_count)
+        groups_of = self._price_groups(ctx.without_owned(), gpu_count)
         if not ctx.owned and not ctx.your_computer:
             return groups_of
         alone = tuple(o for o in self.options(ctx, gpu_count) if o.price_group is None)
