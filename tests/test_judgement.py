@@ -240,6 +240,7 @@ def test_two_owned_24gb_cards_qlora_a_70b_model_with_the_base_in_host_memory() -
     plan = owned[0]
     assert plan.gpu_count == 2 and plan.offload and plan.method == "qlora"
     assert plan.memory.per_gpu_gb <= 24 and "host RAM" in plan.why
+    assert "host_ram_gib" in plan.why  # the machine's RAM was not given: the why says how to have it checked
     assert "ruled out" not in answer.summary
 
 

@@ -243,9 +243,12 @@ def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
     if hosted := host_words(candidate):
         parts.append(hosted)
     if memory.host > 0:  # ZeRO-Offload keeps optimizer states in CPU RAM (Ren et al. 2021)
-        per_node = memory.host * candidate.option.gpus_per_node / GB
+        option = candidate.option
+        per_node = memory.host * option.gpus_per_node / GB
+        unchecked = option.acquisition == "owned" and option.host_ram_gib is None
         parts.append(
-            f"CPU offload keeps {per_node:,.0f} GB per node in host RAM: the machine needs that much."
+            f"CPU offload keeps {per_node:,.0f} GB per node in host RAM: the machine needs that much"
+            + (" (give existing_hardware's host_ram_gib to have it checked)." if unchecked else ".")
         )
     if candidate.spares:
         serving = candidate.copies - candidate.spares
