@@ -167,6 +167,7 @@ def kb_aware_openapi(app: FastAPI, kb: KB) -> dict[str, Any]:
     schemas = document.get("components", {}).get("schemas", {})
     _enum(schemas.get("Workload", {}), "model", sorted(kb.models))
     _enum(schemas.get("HardwareCount", {}), "gpu", sorted(kb.gpus))
+    _enum(schemas.get("OwnedHardware", {}), "gpu", sorted(kb.gpus))
     _enum(schemas.get("Choice", {}), "gpu", sorted(kb.gpus))
     _enum(schemas.get("Constraints", {}), "providers", sorted(kb.providers))
     for (path, method), links in LINKS.items():

@@ -44,7 +44,7 @@ from engine.knowledge.cache import CheckedKB
 from engine.knowledge.graph import KBGraph
 from engine.knowledge.kb import KB
 from engine.models.compare import CompareRequest, CompareResponse
-from engine.models.request import MAX_TOP_K, ExistingHost, RecommendRequest
+from engine.models.request import MAX_TOP_K, ExistingHost, OwnedHardware, RecommendRequest
 from engine.models.response import RecommendResponse
 from engine.models.rule import Rule, Scalar, facts_in
 from engine.planning import deadline
@@ -99,6 +99,18 @@ def compare_slack_message(response: CompareResponse) -> dict[str, Any]:
     from engine.answer.chat import slack
 
     return slack.compare_slack_message(response)
+
+
+def with_owned_choices(body: CompareRequest) -> RecommendRequest:
+    """The comparison's request with its owned choices among the hardware the user owns: the rules
+    then weigh them as `/recommend` weighs `existing_hardware` (rule owned-hardware-comes-first), so
+    the two rank the same owned cards alike."""
+    owned = [OwnedHardware(gpu=c.gpu, count=c.count) for c in body.choices if c.acquisition == "owned"]
+    if not owned:
+        return body.request
+    constraints = body.request.constraints
+    held = constraints.model_copy(update={"existing_hardware": [*constraints.existing_hardware, *owned]})
+    return body.request.model_copy(update={"constraints": held})
 
 
 class Reasoned(NamedTuple):
@@ -318,7 +330,7 @@ class Advisor:
                     f"unknown GPU id {choice.gpu!r}: GET /gpus lists the known ids",
                 )
         try:
-            reasoned = self.reasoned(body.request)
+            reasoned = self.reasoned(with_owned_choices(body))
         except InvalidRequest as exc:  # its field is under `request` in this body
             raise type(exc)(("request", *exc.loc), str(exc)) from None
         found = find_choices(self.searcher, reasoned.planner, reasoned.ctx, body.choices)

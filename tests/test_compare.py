@@ -330,3 +330,24 @@ def test_comparison_matches_the_recording(name: str, request: pytest.FixtureRequ
         path.write_text(as_text(answer), encoding="utf-8")
     assert path.exists(), f"no recording for {name}: run python3 scripts/dev.py golden"
     assert answer == json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_an_owned_choice_is_weighed_as_hardware_the_request_owns(advisor: Advisor) -> None:
+    """/compare and /recommend rank the same owned cards alike: an owned choice counts among the
+    hardware the user owns (rule owned-hardware-comes-first). Two owned 3090s QLoRA-tune a 70B model
+    offloaded, for $5 of power over two days; a rented H100 takes 6.5 h for $8: both endpoints put the
+    owned cards first."""
+    workload = {"task": "qlora", "model": "llama-3-1-70b", "training_tokens_b": 0.02}
+    owned = {"gpu": "nvidia-rtx-3090", "count": 2}
+    compared = compare(
+        advisor,
+        {"workload": workload},
+        {**owned, "acquisition": "owned"},
+        {"gpu": "nvidia-h100-sxm", "count": 1, "acquisition": "rent"},
+    )
+    assert compared.best == 0  # the owned 3090s, the first choice
+    assert any(step.rule == "owned-hardware-comes-first" for step in compared.trace)
+    recommended = advisor.recommend(
+        RecommendRequest.model_validate({"workload": workload, "constraints": {"existing_hardware": [owned]}})
+    )
+    assert recommended.recommendations[0].gpu == "nvidia-rtx-3090"

@@ -272,3 +272,18 @@ def test_config_keys_take_their_json_types(key: str, value: Any, accepted: bool)
     with pytest.raises(ValidationError) as raised:
         RecommendRequest.model_validate(body)
     assert raised.value.errors()[0]["loc"][:3] == ("workload", "hf_config", key)
+
+
+def test_a_machines_ram_is_stated_for_owned_gpus_only() -> None:
+    """`host_ram_gib` bounds an owned machine's offload plans; target hardware and a comparison's
+    choices have no such machine in the plan, so there it is an unknown key (422), not one accepted and
+    ignored."""
+    owned = {"gpu": "nvidia-rtx-3090", "count": 2, "host_ram_gib": 64}
+    request = RecommendRequest.model_validate(
+        {"workload": {"task": "qlora", "params_b": 70}, "constraints": {"existing_hardware": [owned]}}
+    )
+    assert request.constraints.existing_hardware[0].host_ram_gib == 64
+    with pytest.raises(ValidationError, match=r"target_hardware\.host_ram_gib"):
+        RecommendRequest.model_validate(
+            {"workload": {"task": "qlora", "params_b": 70}, "constraints": {"target_hardware": owned}}
+        )

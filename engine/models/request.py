@@ -463,11 +463,15 @@ class HardwareCount(RequestModel):
 
     gpu: HardwareId = Field(description="KB gpu id")
     count: Annotated[int, Field(ge=1, le=100_000)] = Field(1, description="how many of these GPUs")
+
+
+class OwnedHardware(HardwareCount):
+    """GPUs the user already has, and optionally the RAM of the machines they are in."""
+
     host_ram_gib: Annotated[float, Field(gt=0, le=65_536, allow_inf_nan=False)] | None = Field(
         None,
-        description="existing_hardware: the RAM of each machine these GPUs are in, GiB as the OS reports "
-        "it; plans that offload to host memory and need more are ruled out (absent: the answer states "
-        "what they need)",
+        description="the RAM of each machine these GPUs are in, GiB as the OS reports it; plans that "
+        "offload to host memory and need more are ruled out (absent: the answer states what they need)",
     )
 
 
@@ -543,7 +547,7 @@ class Constraints(RequestModel):
     availability_target_pct: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = Field(
         None, description="serving availability target, percent, e.g. 99.9 (99 or more: no spot capacity)"
     )
-    existing_hardware: list[HardwareCount] = Field(
+    existing_hardware: list[OwnedHardware] = Field(
         default_factory=list, max_length=100, description="GPUs already owned (no capex)"
     )
     target_hardware: HardwareCount | None = Field(
