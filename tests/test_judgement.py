@@ -260,6 +260,21 @@ def test_an_owned_machines_stated_ram_bounds_its_offload_plan(ram_gib: int, runs
         assert any("host RAM" in r and "has 32 GiB" in r for r in reasons), reasons
 
 
+def test_a_70b_full_fine_tune_offloaded_outgrows_a_terabyte_of_host_ram() -> None:
+    """axolotl-ai-cloud/axolotl#1439: a full fine-tune of a 70B model with DeepSpeed ZeRO-3 and CPU
+    offload on a node of 8 A100 80GB "with a total of 1024GB of CPU memory" failed for want of CPU
+    memory. Told the owned node's RAM, the answer rules the cards out on it and says both figures."""
+    owned = {"gpu": "nvidia-a100-sxm-80gb", "count": 8, "host_ram_gib": 1024}
+    answer = ask(
+        {"task": "full_finetune", "model": "llama-2-70b", "training_tokens_b": 0.1},
+        {"existing_hardware": [owned]},
+    )
+    assert all(rec.acquisition != "owned" for rec in answer.recommendations)
+    needed = re.search(r"CPU offload needs ([\d,]+) GB of host RAM per node; .* has 1024 GiB", answer.summary)
+    assert needed is not None, answer.summary
+    assert int(needed.group(1).replace(",", "")) * 1e9 > 1024 * 2**30
+
+
 @pytest.mark.parametrize(("target", "spare"), [(99.9, True), (99.5, False)])
 def test_an_availability_target_above_one_machines_keeps_a_spare_replica(target: float, spare: bool) -> None:
     """AWS's Compute SLA promises one instance 99.5% and 99.99% only across zones: above 99.5% every
