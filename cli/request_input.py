@@ -140,7 +140,8 @@ FLAGS: tuple[Flag, ...] = (
         ("constraints", "existing_hardware"),
         "hardware-list",
         "--owned",
-        "hardware you own, GPU[:COUNT], comma-separated, e.g. nvidia-rtx-4090:2",
+        "hardware you own, GPU[:COUNT[:HOST_RAM_GIB]], comma-separated, e.g. nvidia-rtx-4090:2 or "
+        "nvidia-rtx-3090:2:128 (the RAM of the machine they are in, which CPU-offload plans are held to)",
     ),
     Flag(("constraints", "target_hardware"), "hardware", "--target", "will it run on GPU[:COUNT]?"),
     Flag(
@@ -244,10 +245,24 @@ def _converted(flag: Flag, value: Any) -> Any:
     if flag.kind == "hardware":
         return _hardware(str(value))
     if flag.kind == "hardware-list":
-        return [_hardware(item) for item in str(value).split(",") if item.strip()]
+        return [_owned(item) for item in str(value).split(",") if item.strip()]
     if flag.kind == "file":
         return read_request_file(Path(str(value)))
     return value
+
+
+def _owned(text: str) -> dict[str, Any]:
+    """An `--owned` item: GPU[:COUNT[:HOST_RAM_GIB]] (`existing_hardware[].host_ram_gib`)."""
+    head, _, ram = text.strip().rpartition(":") if text.count(":") == 2 else (text, "", "")
+    if not ram:
+        return _hardware(head)
+    try:
+        gib = float(ram)
+    except ValueError:
+        raise RequestInputError(
+            f"{text!r}: write GPU[:COUNT[:HOST_RAM_GIB]], e.g. nvidia-rtx-3090:2:128"
+        ) from None
+    return {**_hardware(head), "host_ram_gib": gib}
 
 
 def _hardware(text: str) -> dict[str, Any]:

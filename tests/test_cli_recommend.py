@@ -82,6 +82,11 @@ def test_trace_lists_the_rules_that_fired(capsys: pytest.CaptureFixture[str]) ->
         ),
         (["--params-b", "7", "--task", "inference", "--providers", "aws,acme"], "constraints.providers.1"),
         (["--params-b", "7", "--task", "inference", "--owned", "nvidia-rtx-4090:two"], "GPU:COUNT"),
+        (["--params-b", "7", "--task", "inference", "--owned", "nvidia-rtx-4090:1:lots"], "HOST_RAM_GIB"),
+        (
+            ["--params-b", "7", "--task", "inference", "--owned", "nvidia-rtx-4090:1:-5"],
+            "existing_hardware.0.host_ram_gib",
+        ),
         (["--params-b", "7", "--task", "inference", "--max-gpus", "2", "--gpu-count", "4"], "gpu_count"),
     ],
 )
@@ -213,3 +218,16 @@ def test_a_training_tables_speed_is_the_runs_as_its_why_states(capsys: pytest.Ca
         assert stated is not None, rec.why
         assert cell == stated.group(1), (rec.gpu, cell, rec.why)
     assert any(rec.gpu_count > 1 for rec in answer.recommendations)
+
+
+def test_owned_cards_may_name_the_ram_of_their_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--owned GPU:COUNT:HOST_RAM_GIB`: two 3090s in a 32 GiB machine cannot hold QLoRA's 40 GB
+    offloaded base of a 70B model, and the answer says so with both figures; without the RAM they run it."""
+    flags = ["--task", "qlora", "--model", "llama-3-1-70b", "--training-tokens-b", "0.02", "--top-k", "1"]
+    code, out, _ = run([*flags, "--owned", "nvidia-rtx-3090:2:32", "--json"], capsys)
+    assert code == EXIT_OK
+    answer = RecommendResponse.model_validate_json(out)
+    assert answer.recommendations[0].acquisition != "owned"
+    assert "has 32 GiB" in answer.summary
+    code, out, _ = run([*flags, "--owned", "nvidia-rtx-3090:2", "--json"], capsys)
+    assert RecommendResponse.model_validate_json(out).recommendations[0].acquisition == "owned"
