@@ -104,11 +104,16 @@ def compare_slack_message(response: CompareResponse) -> dict[str, Any]:
 def with_owned_choices(body: CompareRequest) -> RecommendRequest:
     """The comparison's request with its owned choices among the hardware the user owns: the rules
     then weigh them as `/recommend` weighs `existing_hardware` (rule owned-hardware-comes-first), so
-    the two rank the same owned cards alike."""
-    owned = [OwnedHardware(gpu=c.gpu, count=c.count) for c in body.choices if c.acquisition == "owned"]
+    the two rank the same owned cards alike. Cards the request lists already are not counted twice."""
+    constraints = body.request.constraints
+    listed = {item.gpu for item in constraints.existing_hardware}
+    owned = [
+        OwnedHardware(gpu=c.gpu, count=c.count)
+        for c in body.choices
+        if c.acquisition == "owned" and c.gpu not in listed
+    ]
     if not owned:
         return body.request
-    constraints = body.request.constraints
     held = constraints.model_copy(update={"existing_hardware": [*constraints.existing_hardware, *owned]})
     return body.request.model_copy(update={"constraints": held})
 

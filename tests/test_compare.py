@@ -347,6 +347,15 @@ def test_an_owned_choice_is_weighed_as_hardware_the_request_owns(advisor: Adviso
     )
     assert compared.best == 0  # the owned 3090s, the first choice
     assert any(step.rule == "owned-hardware-comes-first" for step in compared.trace)
+    # cards the request lists already are not counted twice
+    listed = compare(
+        advisor,
+        {"workload": workload, "constraints": {"existing_hardware": [owned]}},
+        {**owned, "acquisition": "owned"},
+        {"gpu": "nvidia-h100-sxm", "count": 1, "acquisition": "rent"},
+    )
+    owned_steps = [step for step in listed.trace if step.rule == "owned-hardware-comes-first"]
+    assert listed.best == 0 and owned_steps[0].matched["constraints.existing_hardware.count"] == 1
     recommended = advisor.recommend(
         RecommendRequest.model_validate({"workload": workload, "constraints": {"existing_hardware": [owned]}})
     )
