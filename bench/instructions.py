@@ -14,7 +14,7 @@ only inside the one `eval` that runs the pass). Under valgrind a pass runs about
 count takes about 40 s. String hashing is fixed (PYTHONHASHSEED=0), so dict and set orders repeat, and
 the KB is parsed, never read from its cache.
 
-    .venv/bin/python -m bench.instructions [--root DIR]
+    .venv/bin/python -m bench.instructions [--root DIR] [--cold]
 
 `--root` counts another checkout of the project (`git worktree add /tmp/at-78516e8 78516e8`) with this
 interpreter, as a side-by-side reference.
@@ -63,15 +63,21 @@ mix = [RecommendRequest.model_validate(body) for body in requests().values()]
 for _ in range(2):
     for request in mix:
         advisor.recommend(request)
+COLD = {cold}
+sizing = getattr(advisor, "sizing_cache", None)
 def one_pass():
     for request in mix:
+        if COLD and sizing is not None:
+            sizing.clear()
         advisor.recommend(request)
 print(len(mix), flush=True)
 sys.stdin.readline()
 eval("one_pass()")
 """
 """The child's program: warm up, say how many requests the mix has, wait for instrumentation to be on,
-then the counted pass inside `eval` (the function callgrind's collection is toggled on)."""
+then the counted pass inside `eval` (the function callgrind's collection is toggled on). `COLD`: each
+workload's sizing is made anew (the advisor's `SizingCache` emptied before each request), as for the
+first question about a workload."""
 
 
 def available() -> str | None:
@@ -80,8 +86,9 @@ def available() -> str | None:
     return f"{' and '.join(missing)} not installed (Debian: valgrind)" if missing else None
 
 
-def count(root: Path = PROJECT_ROOT) -> dict[str, float]:
-    """Instructions per answer of one pass over the mix of the checkout at `root`."""
+def count(root: Path = PROJECT_ROOT, *, cold: bool = False) -> dict[str, float]:
+    """Instructions per answer of one pass over the mix of the checkout at `root`; `cold`: with each
+    workload's sizing made anew."""
     with tempfile.TemporaryDirectory() as folder:
         out, log = Path(folder) / "callgrind.out", Path(folder) / "valgrind.log"
         command = [
@@ -94,7 +101,7 @@ def count(root: Path = PROJECT_ROOT) -> dict[str, float]:
             f"--log-file={log}",
             sys.executable,
             "-c",
-            PASS,
+            PASS.replace("{cold}", str(cold)),
         ]
         # Fixed string hashes (dict and set orders repeat), the KB parsed rather than read from its
         # cache, and nothing else in the environment: unpickled objects, or three more variables (a
@@ -120,11 +127,12 @@ def count(root: Path = PROJECT_ROOT) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=PROJECT_ROOT, help="the checkout to count")
+    parser.add_argument("--cold", action="store_true", help="each workload's sizing made anew")
     args = parser.parse_args()
     why_not = available()
     if why_not:
         sys.exit(f"bench.instructions: {why_not}")
-    print(json.dumps(count(args.root.resolve()), indent=2))
+    print(json.dumps(count(args.root.resolve(), cold=args.cold), indent=2))
 
 
 if __name__ == "__main__":

@@ -168,8 +168,18 @@ def instructions_goal(counted: dict[str, float] | str) -> list[str]:
 def instructions_text(counted: dict[str, float] | str) -> str:
     if isinstance(counted, str):
         return f"Instructions per answer: not counted ({counted})."
-    per_answer = counted["instructions_per_answer"]
+    per_answer, cold = counted["instructions_per_answer"], counted.get("cold_instructions_per_answer")
     at_reference = per_answer / instructions.REFERENCE_INSTRUCTIONS * instructions.REFERENCE_MS
+    cold_text = (
+        ""
+        if cold is None
+        else (
+            f" Each workload's sizing is kept for the requests that ask about it again (the mix repeats "
+            f"them); made anew for every request, as for the first question about a workload, an answer "
+            f"counts {cold / 1e6:.1f} M (`--cold`), about "
+            f"{cold / instructions.REFERENCE_INSTRUCTIONS * instructions.REFERENCE_MS:.1f} ms on that host."
+        )
+    )
     return (
         f"Instructions per answer (bench/instructions.py: callgrind over one pass of the mix, a count "
         f"that does not move with the host's speed or load): {per_answer / 1e6:.1f} M. "
@@ -177,7 +187,7 @@ def instructions_text(counted: dict[str, float] | str) -> str:
         f"whose median read {instructions.REFERENCE_MS} ms on the host of its day, counts "
         f"{instructions.REFERENCE_INSTRUCTIONS / 1e6:.1f} M with this interpreter, so on that host this "
         f"code would answer in about {at_reference:.1f} ms; the rest of the median's distance from 5 ms "
-        "is this host's speed."
+        f"is this host's speed.{cold_text}"
     )
 
 
@@ -345,7 +355,10 @@ def main() -> None:
     began = time.perf_counter()
     rounds, scale_rounds = (3, 1) if args.quick else (100, 2)
     inproc = inprocess.run(rounds, scale_rounds)
-    inproc["instructions"] = instructions.available() or instructions.count()
+    inproc["instructions"] = instructions.available() or {
+        **instructions.count(),
+        "cold_instructions_per_answer": instructions.count(cold=True)["instructions_per_answer"],
+    }
     seconds, soak_seconds = (1.0, 5.0) if args.quick else (6.0, 75.0)
     http = {
         "sweep": http_load.sweep(seconds),

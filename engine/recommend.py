@@ -51,6 +51,7 @@ from engine.planning import deadline
 from engine.planning.candidates import Context, context_for, latest_prices
 from engine.planning.deadline import DeadlineExceeded
 from engine.planning.findings import Found, Needs, find, find_choices
+from engine.planning.plan_fit import SizingCache
 from engine.planning.planner import Planner
 from engine.planning.ranking import Ranked, measure
 from engine.planning.requirements import hardware_facts, sizing_facts
@@ -176,11 +177,9 @@ class Advisor:
         self._clock = clock
         self.rent_rates = _cheapest_rates(self.graph)
         self.searcher = Searcher(self.graph, measure)
-        self.buy_prices = {
-            gpu.id: price.price_usd
-            for gpu in kb.gpus.values()
-            if (price := latest_prices(gpu.prices).get("new")) is not None
-        }
+        self.sizing_cache = SizingCache()
+        """each workload's sizing, for the requests that ask about it again (engine/planning/plan_fit.py)"""
+        self.buy_prices = _new_prices(kb)
 
     @property
     def clock(self) -> Callable[[], date]:
@@ -270,6 +269,7 @@ class Advisor:
         """`request` through the rules and planned: everything the answer states, before any words."""
         reasoned = self.reasoned(request)
         found = find(self.searcher, reasoned.planner, reasoned.ctx, request, seek_way_out=seek_way_out)
+        self.sizing_cache.settle(reasoned.planner.sizing)
         return Planned(reasoned, found)
 
     def described(self, request: RecommendRequest, planned: Planned) -> RecommendResponse:
@@ -339,6 +339,7 @@ class Advisor:
         except InvalidRequest as exc:  # its field is under `request` in this body
             raise type(exc)(("request", *exc.loc), str(exc)) from None
         found = find_choices(self.searcher, reasoned.planner, reasoned.ctx, body.choices)
+        self.sizing_cache.settle(reasoned.planner.sizing)
         job, outcome, policy = reasoned.job, reasoned.outcome, reasoned.policy
         cited = step_citations(outcome, self.rule_citations)
         answers = compared(self.kb, found.judged, found.ranked, policy, outcome, job, cited)
@@ -387,7 +388,8 @@ class Advisor:
         return job_facts(request, job, self.kb)
 
     def planner(self, job: Job, policy: Policy, request: RecommendRequest) -> Planner:
-        return Planner(job, policy, request, rent_rates=self.rent_rates, buy_prices=self.buy_prices)
+        rates, prices, cache = self.rent_rates, self.buy_prices, self.sizing_cache
+        return Planner(job, policy, request, rent_rates=rates, buy_prices=prices, sizing_cache=cache)
 
 
 TARGET_FITS = "hardware.target_fits"
@@ -452,6 +454,15 @@ def may_assume_a_desktop(request: RecommendRequest) -> bool:
         and c.os != "macos"
         and c.gpu_count is None
     )
+
+
+def _new_prices(kb: KB) -> dict[str, float]:
+    """The latest new price of each GPU that has one."""
+    return {
+        gpu.id: price.price_usd
+        for gpu in kb.gpus.values()
+        if (price := latest_prices(gpu.prices).get("new")) is not None
+    }
 
 
 def _cheapest_rates(graph: KBGraph) -> dict[str, float]:

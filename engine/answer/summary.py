@@ -107,7 +107,12 @@ def main_reason(
         return "the knowledge base has no hardware to consider."
     if relaxation is not None:
         relaxed = [r for r in rejections if r.rule == relaxation.rule]
-        own = [r for r in relaxed if way_out is not None and r.option == way_out.option]
+        # the GPU compared first: a whole option's comparison is dearer, and most differ in it
+        own = [
+            r
+            for r in relaxed
+            if way_out is not None and r.option.gpu.id == way_out.option.gpu.id and r.option == way_out.option
+        ]
         reasons = [r.reason for r in own or relaxed][:1]
         # a budget that ruled options out is the constraint a reader checks first: say it too
         reasons += sorted(

@@ -58,9 +58,24 @@ class BoundedCache(Generic[K, V]):
                 self.bytes -= held[1]
             self._entries[key] = (value, weight)
             self.bytes += weight
-            while self.bytes > self.max_bytes and len(self._entries) > 1:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self.bytes -= dropped
+            self._evict()
+
+    def reweigh(self, key: K) -> None:
+        """Weigh the value kept for `key` again, for a value that grows after it is stored."""
+        with self._lock:
+            held = self._entries.get(key)
+            if held is None:
+                return
+            weight = self._weigh(held[0])
+            self._entries[key] = (held[0], weight)
+            self.bytes += weight - held[1]
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop the least recently used entries until the total is within bounds (the lock held)."""
+        while self.bytes > self.max_bytes and len(self._entries) > 1:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self.bytes -= dropped
 
     def clear(self) -> None:
         with self._lock:

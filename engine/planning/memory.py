@@ -205,8 +205,14 @@ def trained_part(layout: Layout, stack: str = "huggingface") -> TrainedPart:
     stack computes with 16-bit copies of its weights, so its residual stream is 16-bit too (Megatron-LM's
     `fp32_residual_connection` is off by default; torchtitan's FSDP2 mixed precision casts the
     parameters to bf16 for the forward)."""
-    compute = 4.0 if layout.precision == "fp32" else 2.0
-    if layout.method in ADAPTER_METHODS:
+    return _trained_part(layout.method in ADAPTER_METHODS, layout.precision == "fp32", stack)
+
+
+@lru_cache(maxsize=64)
+def _trained_part(adapters: bool, fp32: bool, stack: str) -> TrainedPart:
+    """`trained_part`, one object per kind (the activations' cache then compares it by identity)."""
+    compute = 4.0 if fp32 else 2.0
+    if adapters:
         return TrainedPart(adapters=LORA_TARGETS, residual_bytes=compute, compute_bytes=compute)
     residual = 4.0 if stack == "huggingface" else compute
     return TrainedPart(adapters=None, residual_bytes=residual, compute_bytes=compute)

@@ -1,4 +1,4 @@
-"""Which specs fit a GPU: each spec's memory per GPU (sized once per request), the bytes a GPU lets a
+"""Which specs fit a GPU: each spec's memory per GPU (sized once per workload), the bytes a GPU lets a
 plan fill (a serving engine's share, else its memory less the headroom), and the least any spec of
 a GPU count needs, by which most options are judged without walking their specs."""
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from engine.models.kb import Gpu
 from engine.models.rule import Scalar
+from engine.planning.bounded_cache import BoundedCache
 from engine.planning.candidates import Option
 from engine.planning.economics import Usage
 from engine.planning.memory import Breakdown, Layout, per_gpu, reported_bytes, serving_budget
@@ -29,22 +30,98 @@ so a plan sized at its edge starts only if the sizing is not low: serving memory
 
 @dataclass(slots=True)
 class SizedSpec:
-    """A spec and, once needed, its memory per GPU (filled in place: the planner's own cache)."""
+    """A spec and, once needed, its memory per GPU (filled in place: the workload's cache)."""
 
     spec: Spec
     memory: Breakdown | None = None
     total: float = 0.0
-    speeds: dict[tuple[str, float, float, float, int], Speed | None] = field(default_factory=dict)
-    """the spec's speed by GPU model, links (gpu-to-gpu, inter-node, host) and nodes; filled by
+    speeds: dict[tuple[str, float, float, float, float, int], Speed | None] = field(default_factory=dict)
+    """the spec's speed by GPU model, links (gpu-to-gpu, inter-node, host, latency) and nodes; filled by
     `Planner._try`, shared with relaxed planners as the entries are (speed ignores filters)"""
+
+
+MEMO_BYTES = 4096
+"""a memo's own dicts, empty"""
+MEMO_ITEM_BYTES = 320
+"""each spec, layout, speed or cost of use it holds: 174-220 bytes measured over the bench mix (a
+13B full fine-tune's memo, the largest: 414 KB for 2,130 items), weighed at this"""
+SIZING_CACHE_BYTES = 16 * 2**20
+"""about 80 memos of the bench mix's mean size (its 22 fit), a few thousand objects each at most"""
+SizingKey = tuple[Job, PlanSpace, float, tuple[str | None, ...], tuple[str, ...] | None, float]
+"""what a request's sizing memo depends on (`SizingCache.memo_for`)"""
+
+
+class SizingCache:
+    """Each workload's `SizingMemo`, kept for the advisor's life, least recently used first out, so the
+    requests that ask about one workload again (with another budget, provider or privacy need) share
+    its sizing. Keyed by all it depends on (`memo_for`); filled in place as plans need it, a race
+    between two requests sizes one thing twice."""
+
+    def __init__(self, max_bytes: int = SIZING_CACHE_BYTES) -> None:
+        self._held: BoundedCache[SizingKey, SizingMemo] = BoundedCache(max_bytes, weigh_memo)
+
+    def memo_for(
+        self,
+        job: Job,
+        space: PlanSpace,
+        headroom: float,
+        own_precisions: tuple[str | None, ...],
+        parallelism: tuple[str, ...] | None,
+        usd_per_kwh: float,
+    ) -> SizingMemo:
+        """The memo of a job (its memory and work per layout, its cost of use) in a plan space, at a
+        headroom (what a GPU lets a plan fill, so which specs fit and how fast they serve), with the
+        precisions that count as the request's own and the parallelism it lists (which specs change
+        what was asked) and the electricity price (the cost of use)."""
+        key = (job, space, headroom, own_precisions, parallelism, usd_per_kwh)
+        return self._held.get_or_make(key, lambda: SizingMemo(key=key))
+
+    def settle(self, memo: SizingMemo) -> None:
+        """Weigh a memo again once a request has filled it (it grows as plans need it)."""
+        if memo.key is not None:
+            self._held.reweigh(memo.key)
+
+    def clear(self) -> None:
+        self._held.clear()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    @property
+    def bytes(self) -> int:
+        return self._held.bytes
+
+
+def weigh_memo(memo: SizingMemo) -> int:
+    """A memo's estimated bytes, from what it holds."""
+    entries = [e for found in memo.spec_entries.values() for e in found]
+    items = (
+        len(entries)
+        + sum(len(e.speeds) for e in entries)
+        + sum(len(found) for found in memo.asked_entries.values())
+        + sum(
+            len(d)
+            for d in (
+                memo.memory,
+                memo.least_memory,
+                memo.spec_attrs,
+                memo.usage,
+                memo.decode_work,
+                memo.training_work,
+                memo.usable,
+                memo.too_small,
+            )
+        )
+    )
+    return MEMO_BYTES + MEMO_ITEM_BYTES * items
 
 
 @dataclass(slots=True)
 class SizingMemo:
-    """What a planner works out once per request and reuses, independent of the rules' filters: the
-    specs for each GPU count, their memory and work, the usable memory of each GPU, the cost of use.
-    Bound: one request's plan space (a few hundred specs, one entry per GPU model); it lives as long
-    as the request's planners, which share it (`Planner.without`, `Planner.asked_only`)."""
+    """What a planner works out once and reuses, independent of the rules' filters: the specs for
+    each GPU count, their memory and work, the usable memory of each GPU, the cost of use. Bound: one
+    request's plan space (a few hundred specs, one entry per GPU model); the request's planners share
+    it (`Planner.without`, `Planner.asked_only`), and the requests with its key (`SizingCache`)."""
 
     memory: dict[Layout, Breakdown] = field(default_factory=dict)
     spec_entries: dict[tuple[int, int], list[SizedSpec]] = field(default_factory=dict)
@@ -58,6 +135,8 @@ class SizingMemo:
     usable: dict[str, float] = field(default_factory=dict)
     too_small: dict[tuple[str, int, float], str] = field(default_factory=dict)
     """why an option has no plan, by GPU, count and least need: one text for each offer of that kind"""
+    key: SizingKey | None = None
+    """its key in a `SizingCache`, when it is kept in one"""
 
 
 class PlanFit:
@@ -158,8 +237,10 @@ class PlanFit:
 
     def sized(self, entry: SizedSpec) -> SizedSpec:
         if entry.memory is None:
-            entry.memory = self.memory(entry.spec.layout)
-            entry.total = entry.memory.total
+            memory = self.memory(entry.spec.layout)
+            # the total first: an entry is shared by requests, and one that sees `memory` reads `total`
+            entry.total = memory.total
+            entry.memory = memory
         return entry
 
     def room(self, gpu: Gpu) -> str:

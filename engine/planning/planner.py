@@ -30,9 +30,16 @@ from engine.planning.performance import (
     training_work,
 )
 from engine.planning.plan_checks import ChecksMemo, PlanChecks, Rejection
-from engine.planning.plan_fit import PlanFit, SizedSpec, SizingMemo
+from engine.planning.plan_fit import PlanFit, SizedSpec, SizingCache, SizingMemo
 from engine.planning.plan_price import PlanPricing
-from engine.planning.plan_space import NATIVE_ATTRIBUTE, Spec, own_precisions, plan_space_for, plan_specs
+from engine.planning.plan_space import (
+    NATIVE_ATTRIBUTE,
+    PlanSpace,
+    Spec,
+    own_precisions,
+    plan_space_for,
+    plan_specs,
+)
 from engine.planning.requirements import required_prefill_tokens_per_second
 from engine.planning.workload import MAX_IN_FLIGHT, Job
 from engine.reasoning.policy import (
@@ -107,9 +114,11 @@ class Planner:
         as_asked_only: bool = False,
         sizing: SizingMemo | None = None,
         checked: ChecksMemo | None = None,
+        sizing_cache: SizingCache | None = None,
     ) -> None:
         """A planner for one request; `rent_rates` (cheapest on-demand $/GPU-hour per GPU id) and
-        `buy_prices` (latest new price per GPU id) are the KB's, for the break-even figures."""
+        `buy_prices` (latest new price per GPU id) are the KB's, for the break-even figures;
+        `sizing_cache` keeps each workload's sizing for the requests that ask about it again."""
         self.job = job
         self.policy = policy
         self.request = request
@@ -136,7 +145,13 @@ class Planner:
         self.spares = int(_number(facts.get("plan.spare_replicas"))) if job.task == "inference" else 0
         """replicas beyond those the traffic needs (rule availability-needs-a-spare-replica)"""
         self._as_asked_only = as_asked_only
-        self._assemble(sizing or SizingMemo(), checked or ChecksMemo(), rent_rates, buy_prices)
+        memo = sizing or _memo_in(sizing_cache, job, request, self.space, self.headroom, self.own_precisions)
+        self._assemble(memo, checked or ChecksMemo(), rent_rates, buy_prices)
+
+    @property
+    def own_precisions(self) -> tuple[str | None, ...]:
+        """The precisions that count as the request's own (`plan_space.own_precisions`)."""
+        return own_precisions(self.job.requested_precision, self.base_precision, self.neutral_precision)
 
     def _assemble(
         self,
@@ -152,7 +167,7 @@ class Planner:
             job,
             self.policy,
             self.request,
-            own_precisions(job.requested_precision, self.base_precision, self.neutral_precision),
+            self.own_precisions,
             early=self.required_tps is None and not self.spares,
             spec_attr_memo=sizing.spec_attrs,
             memo=checked,
@@ -183,6 +198,11 @@ class Planner:
         """This planner planning only specs that keep the requested method and precision (`only`),
         or every spec the rules allow; it shares both memos, the policy being the same."""
         return self if only == self._as_asked_only else self._sibling(self.policy, only)
+
+    @property
+    def sizing(self) -> SizingMemo:
+        """The memo this planner and its siblings size into."""
+        return self._sizing
 
     @property
     def as_asked_only(self) -> bool:
@@ -277,7 +297,7 @@ class Planner:
         """The plan of the entry's spec on the option, which fits its memory (`memory` per GPU)."""
         spec, job, links = entry.spec, self.job, option.links
         # A key of plain values: hashing the Layout and Links dataclasses per plan costs more.
-        key = (option.gpu.id, links.gpu_to_gpu, links.inter_node, links.host, option.nodes)
+        key = (option.gpu.id, links.gpu_to_gpu, links.inter_node, links.host, links.latency_s, option.nodes)
         speeds = entry.speeds
         if key in speeds:
             speed = speeds[key]
@@ -285,7 +305,7 @@ class Planner:
             speed = speeds[key] = speed_of(job, self.fit, option, spec.layout)
         if speed is None:
             return None
-        copies = self._copies(speed)
+        copies = copies_needed(self, speed)
         hours = run_hours_of(job, speed, copies)
         run_hours = hours if hours is not None else job.job_hours
         checks = self.checks.memo.spec_checks.get(id(spec)) or self.checks.checks(spec)
@@ -332,16 +352,34 @@ class Planner:
             deadline_share=None if hours is None or not job.deadline_hours else hours / job.deadline_hours,
         )
 
-    def _copies(self, speed: Speed) -> int:
-        """Copies of an option the serving demand needs, and the availability target's spares: a
-        copy's time goes to decoding and to reading prompts (prefill), each at its own rate."""
-        copies = 1
-        if self.required_tps is not None:
-            busy = self.required_tps / speed.aggregate_tokens_per_s
-            if self.required_prefill_tps and speed.prefill_tokens_per_s and not self.job.reads_only:
-                busy += self.required_prefill_tps / speed.prefill_tokens_per_s
-            copies = max(1, ceil(busy))
-        return copies + self.spares
+
+def copies_needed(planner: Planner, speed: Speed) -> int:
+    """Copies of an option the serving demand needs, and the availability target's spares: a copy's
+    time goes to decoding and to reading prompts (prefill), each at its own rate."""
+    copies = 1
+    if planner.required_tps is not None:
+        busy = planner.required_tps / speed.aggregate_tokens_per_s
+        prefill = planner.required_prefill_tps
+        if prefill and speed.prefill_tokens_per_s and not planner.job.reads_only:
+            busy += prefill / speed.prefill_tokens_per_s
+        copies = max(1, ceil(busy))
+    return copies + planner.spares
+
+
+def _memo_in(
+    cache: SizingCache | None,
+    job: Job,
+    request: RecommendRequest,
+    space: PlanSpace,
+    headroom: float,
+    own: tuple[str | None, ...],
+) -> SizingMemo:
+    """The request's sizing memo: the workload's in `cache` (`SizingCache.memo_for`), else its own."""
+    if cache is None:
+        return SizingMemo()
+    c = request.constraints
+    parallelism = None if c.parallelism is None else tuple(c.parallelism)
+    return cache.memo_for(job, space, headroom, own, parallelism, c.electricity_usd_per_kwh)
 
 
 def on_device(memory: Breakdown, gpu: Gpu) -> Breakdown:

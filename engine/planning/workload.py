@@ -11,10 +11,12 @@ stated defaults (engine/models/request.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import ceil
 from typing import Literal
 
 from engine.knowledge.kb import KB
+from engine.models.kb import Architecture as KbArchitecture
 from engine.models.kb import Model
 from engine.models.request import (
     DEFAULT_INPUT_TOKENS,
@@ -347,8 +349,15 @@ def architecture_of(
         return Architecture(sized.shape, "hf-config")
     if model is not None and model.architecture is not None:
         kind = "decoder" if model.kind in ("decoder", "cnn") else model.kind
-        return Architecture(shape_from_architecture(model.architecture.model_dump(), kind=kind), "kb-model")
+        return Architecture(_kb_shape(model.architecture, kind), "kb-model")
     return Architecture(estimated_shape(params_b * 1e9), "estimated")
+
+
+@lru_cache(maxsize=256)
+def _kb_shape(architecture: KbArchitecture, kind: str) -> TransformerShape:
+    """A KB model's shape, one object per architecture (a KB's frozen model, hashed by value): the
+    sizing caches keyed by a shape then find it by identity."""
+    return shape_from_architecture(architecture.model_dump(), kind=kind)
 
 
 def utilization_pct(request: RecommendRequest, serving: ServingNeeds | None) -> tuple[float | None, bool]:
