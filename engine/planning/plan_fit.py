@@ -11,7 +11,6 @@ from engine.models.kb import Gpu
 from engine.models.rule import Scalar
 from engine.planning.bounded_cache import BoundedCache
 from engine.planning.candidates import Option
-from engine.planning.economics import Usage
 from engine.planning.memory import Breakdown, Layout, per_gpu, reported_bytes, serving_budget
 from engine.planning.performance import DecodeWork, Speed, TrainingWork
 from engine.planning.plan_space import PlanSpace, Spec, plan_specs
@@ -43,11 +42,14 @@ class SizedSpec:
 MEMO_BYTES = 4096
 """a memo's own dicts, empty"""
 MEMO_ITEM_BYTES = 320
-"""each spec, layout, speed or cost of use it holds: 174-220 bytes measured over the bench mix (a
-13B full fine-tune's memo, the largest: 414 KB for 2,130 items), weighed at this"""
-SIZING_CACHE_BYTES = 16 * 2**20
-"""about 80 memos of the bench mix's mean size (its 22 fit), a few thousand objects each at most"""
-SizingKey = tuple[Job, PlanSpace, float, tuple[str | None, ...], tuple[str, ...] | None, float]
+"""each spec, layout or speed it holds: 174-220 bytes measured over the bench mix (a 13B full
+fine-tune's memo, the largest: 414 KB for 2,130 items), weighed at this"""
+SIZING_CACHE_BYTES = 6 * 2**20
+"""About 30 workloads: the bench mix's 21 memos weigh 4.2 MB. Bounded for the garbage collector as
+much as for memory: the memos are some 1,700 objects per MB weighed, and every full collection walks
+them (about 1.2 microseconds each on a 2-core host; 16 MB of memos lengthened the mixed soak's longest
+pause from 56 to 89 ms, bench/mixed_soak.py)."""
+SizingKey = tuple[Job, PlanSpace, float, tuple[str | None, ...], tuple[str, ...] | None]
 """what a request's sizing memo depends on (`SizingCache.memo_for`)"""
 
 
@@ -67,13 +69,11 @@ class SizingCache:
         headroom: float,
         own_precisions: tuple[str | None, ...],
         parallelism: tuple[str, ...] | None,
-        usd_per_kwh: float,
     ) -> SizingMemo:
-        """The memo of a job (its memory and work per layout, its cost of use) in a plan space, at a
-        headroom (what a GPU lets a plan fill, so which specs fit and how fast they serve), with the
-        precisions that count as the request's own and the parallelism it lists (which specs change
-        what was asked) and the electricity price (the cost of use)."""
-        key = (job, space, headroom, own_precisions, parallelism, usd_per_kwh)
+        """The memo of a job (its memory and work per layout) in a plan space, at a headroom (what a
+        GPU lets a plan fill, so which specs fit and how fast they serve), with the precisions that
+        count as the request's own and the parallelism it lists (which specs change what was asked)."""
+        key = (job, space, headroom, own_precisions, parallelism)
         return self._held.get_or_make(key, lambda: SizingMemo(key=key))
 
     def settle(self, memo: SizingMemo) -> None:
@@ -105,7 +105,6 @@ def weigh_memo(memo: SizingMemo) -> int:
                 memo.memory,
                 memo.least_memory,
                 memo.spec_attrs,
-                memo.usage,
                 memo.decode_work,
                 memo.training_work,
                 memo.usable,
@@ -119,7 +118,7 @@ def weigh_memo(memo: SizingMemo) -> int:
 @dataclass(slots=True)
 class SizingMemo:
     """What a planner works out once and reuses, independent of the rules' filters: the specs for
-    each GPU count, their memory and work, the usable memory of each GPU, the cost of use. Bound: one
+    each GPU count, their memory and work, the usable memory of each GPU. Bound: one
     request's plan space (a few hundred specs, one entry per GPU model); the request's planners share
     it (`Planner.without`, `Planner.asked_only`), and the requests with its key (`SizingCache`)."""
 
@@ -129,7 +128,6 @@ class SizingMemo:
     least_memory: dict[tuple[int, int, bool, bool, bool], float] = field(default_factory=dict)
     spec_attrs: dict[int, dict[str, Scalar]] = field(default_factory=dict)
     """by spec id: specs live as long as `spec_entries`, so their ids are stable"""
-    usage: dict[float | None, Usage] = field(default_factory=dict)
     decode_work: dict[Layout, DecodeWork] = field(default_factory=dict)
     training_work: dict[tuple[str, bool], TrainingWork] = field(default_factory=dict)
     usable: dict[str, float] = field(default_factory=dict)

@@ -18,16 +18,16 @@ class PlanPricing:
         self,
         job: Job,
         request: RecommendRequest,
-        usage_memo: dict[float | None, Usage],
         *,
         rent_rates: Mapping[str, float],
         buy_prices: Mapping[str, float],
     ) -> None:
         """`rent_rates` (cheapest on-demand $/GPU-hour per GPU id) and `buy_prices` (latest new price
-        per GPU id) are the KB's, for the break-even figures; `usage_memo` is the request's."""
+        per GPU id) are the KB's, for the break-even figures."""
         self.job = job
         self.request = request
-        self.usage_memo = usage_memo
+        self.usage_memo: dict[float | None, Usage] = {}
+        """the cost of use per run length (the offers of one GPU run a spec alike)"""
         self.rent_rates = rent_rates
         self.buy_prices = buy_prices
 

@@ -183,9 +183,7 @@ class Planner:
             neutral_precision=self.neutral_precision,
         )
         """which specs fit which GPU, at how many bytes"""
-        self.pricing = PlanPricing(
-            job, self.request, sizing.usage, rent_rates=rent_rates, buy_prices=buy_prices
-        )
+        self.pricing = PlanPricing(job, self.request, rent_rates=rent_rates, buy_prices=buy_prices)
         """what each plan costs"""
 
     def without(self, rule: str, *, as_asked_only: bool = False) -> Planner:
@@ -379,7 +377,7 @@ def _memo_in(
         return SizingMemo()
     c = request.constraints
     parallelism = None if c.parallelism is None else tuple(c.parallelism)
-    return cache.memo_for(job, space, headroom, own, parallelism, c.electricity_usd_per_kwh)
+    return cache.memo_for(job, space, headroom, own, parallelism)
 
 
 def on_device(memory: Breakdown, gpu: Gpu) -> Breakdown:
