@@ -9,8 +9,9 @@ of them to propose first. docs/ranking.md states the formulas with worked exampl
 - fastest: least wall-clock, T (a training run's hours; for serving, seconds per generated token of
   one sequence), ties broken by cost;
 - balanced (default): the simplest sufficient option unless a larger one is clearly cheaper. Each
-  doubling of the GPU count must save a quarter of the cost, and each doubling of the nodes a third:
-  E = C x (4/3)^log2(GPUs) x 1.5^log2(nodes). One GPU at $100 beats two at $76; two at $74 win.
+  doubling of the GPU count must save a quarter of the cost, and each doubling of the nodes one copy
+  spans a third: E = C x (4/3)^log2(GPUs) x 1.5^log2(nodes). One GPU at $100 beats two at $76; two
+  at $74 win.
   Serving also weighs speed up to three times the per-user floor: E x 3f / min(tokens/s, 3f); a
   training run weighs the slack it leaves before its deadline: E x 1 / sqrt(1 - T/D).
 
@@ -84,11 +85,11 @@ def wall_clock(candidate: Candidate) -> float:
 
 
 def complexity(candidate: Candidate) -> float:
-    """The balanced objective's factor on cost for the GPUs and nodes an option takes."""
+    """The balanced objective's factor on cost for the GPUs an option takes and the nodes one copy of
+    it spans: a serving fleet's copies share no interconnect and fail apart, so more of them make the
+    service more available, not harder to run as one cluster (the GPU factor still counts them)."""
     option = candidate.option
-    return complexity_of(
-        candidate.gpu_count, option.nodes * candidate.copies, owned=option.acquisition == "owned"
-    )
+    return complexity_of(candidate.gpu_count, option.nodes, owned=option.acquisition == "owned")
 
 
 def measure(candidate: Candidate, objective: str, floor: float | None = None) -> float:
