@@ -18,7 +18,7 @@ from engine.reasoning.refengine import Outcome, ReferenceEngine, RuleConflict
 from engine.reasoning.rules import read_rules
 
 INPUTS: dict[str, list[Any]] = {
-    "workload.a": [0, 1, 2.5, 7, 70],
+    "workload.a": [0, 1, 2.5, 7, 70, 1e-10, 2.5e-7, 1e20],
     "workload.b": [1, 3, 8.0],
     "constraints.c": ["x", "y", "z"],
     "constraints.d": [True, False],
@@ -26,9 +26,14 @@ INPUTS: dict[str, list[Any]] = {
 DERIVED: dict[str, list[Any]] = {"d.p": ["u", "v"], "d.q": ["u", "v"], "d.t": [True, False], "d.n": [1, 2]}
 
 
+def _operands(values: list[Any]) -> list[Any]:
+    """The values a rule may compare with (a rule refuses a decimal Python writes with an exponent)."""
+    return [v for v in values if not (isinstance(v, float) and "e" in repr(v))]
+
+
 def _leaf(rng: random.Random, facts: dict[str, list[Any]]) -> dict[str, Any]:
     fact = rng.choice(sorted(facts))
-    values = facts[fact]
+    values = _operands(facts[fact])
     numeric = not isinstance(values[0], bool | str)
     ops = ["eq", "ne", "in", "not_in", "exists"] + (["lt", "lte", "gt", "gte"] if numeric else [])
     op = rng.choice(ops)
@@ -100,6 +105,47 @@ def test_durable_matches_the_reference_on_random_rule_sets(seed: int) -> None:
         facts = random_request(rng)
         assert outcome_or_error(durable, facts) == outcome_or_error(reference, facts), facts
         assert durable.live_sessions() == 0
+
+
+def _rule(rule_id: str, when: dict[str, Any]) -> Rule:
+    return Rule.model_validate(
+        {
+            "id": rule_id,
+            "title": "t",
+            "status": "stable",
+            "priority": 50,
+            "rationale": "r",
+            "citations": [{"source": "s", "accessed": "2026-11-28"}],
+            "when": when,
+            "then": [{"warn": {"severity": "info"}, "message": "m"}],
+            "tests": [
+                {"name": "a", "given": {}, "expect": {"fires": True}},
+                {"name": "b", "given": {}, "expect": {"fires": False}},
+            ],
+        }
+    )
+
+
+@pytest.mark.parametrize("value", [1e-10, 2.5e-7, 1e-05, 1e16, 1e20, -3e-9])
+def test_a_fact_python_writes_with_an_exponent_is_read(value: float) -> None:
+    """docs/durable-rules.md §3, bug 12: durable's core misread "1e-05" (json.dumps of 0.00001), and the
+    fact matched no pattern: a deadline of 1e-05 hours went unenforced (a 166-hour run was "feasible")."""
+    rules = [
+        _rule("known", {"fact": "workload.a", "exists": True}),
+        _rule("small", {"fact": "workload.a", "lt": 0.001}),
+        _rule("large", {"fact": "workload.a", "gt": 1000}),
+    ]
+    durable, reference = DurableEngine(rules), ReferenceEngine(rules)
+    facts = {"workload.a": value}
+    fired = [f.rule for f in durable.run(facts).firings]
+    assert "known" in fired
+    assert ("small" in fired) == (value < 0.001) and ("large" in fired) == (value > 1000)
+    assert outcome_or_error(durable, facts) == outcome_or_error(reference, facts)
+
+
+def test_a_rule_refuses_an_operand_the_core_would_misread() -> None:
+    with pytest.raises(ValueError, match=r"between 0\.0001 and 1e16"):
+        _rule("tiny", {"fact": "workload.a", "lt": 1e-05})
 
 
 def test_embedded_rules_agree_on_every_case() -> None:

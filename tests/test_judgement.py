@@ -225,6 +225,49 @@ def test_a_cluster_twice_the_size_is_not_weighed_as_if_each_node_were_a_new_risk
                 assert high.cost.horizon_cost_usd <= 2 * low.cost.horizon_cost_usd, (high.gpu, low.gpu)
 
 
+def test_a_serving_fleets_copies_are_not_weighed_as_a_clusters_nodes() -> None:
+    """docs/ranking.md: the node factor counts the nodes one copy spans; a fleet's copies share no
+    interconnect and fail apart (docs/judgement.md, question 8). Counting each copy's node ranked 14
+    B200s at $1.80M above 34 H100s at $1.15M serving Llama 2 70B at 1,000 requests a minute: the H100
+    fleet has 2.4 times the GPUs, for which balanced asks 31% off, and costs 36% less. So of two fleets
+    with copies of one node each, every speed above the credited 30 tokens/s and the same preferences,
+    the one with more GPUs may rank lower only if it costs more than the GPU factor allows."""
+    answer = ask(
+        {
+            "task": "inference",
+            "model": "llama-2-70b",
+            "precision": "fp16",
+            "batch_size": 8,
+            "serving": {"requests_per_min": 1000, "avg_input_tokens": 500, "avg_output_tokens": 200},
+        },
+        {"acquisition": "rent"},
+        top_k=10,
+    )
+    recs = answer.recommendations
+    assert recs[0].gpu == "nvidia-h100-sxm" and recs[0].gpu_count == 34
+    for i, high in enumerate(recs):
+        for low in recs[i + 1 :]:
+            comparable = (
+                low.gpu_count > high.gpu_count
+                and set(low.trace_steps) == set(high.trace_steps)
+                and min(high.throughput.tokens_per_s, low.throughput.tokens_per_s) >= 30
+            )
+            if comparable:
+                least = high.cost.horizon_cost_usd * (3 / 4) ** math.log2(low.gpu_count / high.gpu_count)
+                assert low.cost.horizon_cost_usd >= least * 0.999, (high.gpu, low.gpu)
+
+
+@pytest.mark.parametrize("hours", [1e-10, 2.2250738585e-313])
+def test_a_deadline_too_short_for_any_cluster_is_enforced_and_said(hours: float) -> None:
+    """A 1e-10-hour deadline reached the rules as a number durable's core misread (docs/durable-rules.md
+    §3, bug 12): the deadline went unenforced and a 166-hour run was the answer. One past float's range
+    (Schemathesis found it) made the way out's cluster size infinite: a server error."""
+    answer = ask({"task": "lora", "params_b": 70, "job_hours": hours, "training_tokens_b": 1})
+    assert not answer.feasible
+    assert answer.relaxation is not None
+    assert "no cluster finishes it in time" in answer.relaxation.message
+
+
 def test_two_owned_24gb_cards_qlora_a_70b_model_with_the_base_in_host_memory() -> None:
     """Answer.AI's FSDP-QLoRA trains a 70B model on two 24 GB RTX 3090s or 4090s, with gradient
     checkpointing and CPU offloading (answer.ai/posts/2024-03-06-fsdp-qlora; B. Marie, "Multi-GPU

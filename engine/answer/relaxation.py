@@ -40,6 +40,10 @@ def relaxation_of(way_out: WayOut, rules: Sequence[Rule], objective: str) -> Rel
     return Relaxation(constraint=constraint, rule=way_out.rule, message=message)
 
 
+LARGEST_CLUSTER_GPUS = 1_000_000
+"""more GPUs than any one training cluster holds (the largest announced in 2025 hold 100-200 thousand)"""
+
+
 def larger_cluster_words(fastest: Candidate) -> str:
     """For a training run past its deadline on the largest offer: the GPUs it would take to finish in
     time at the same speed a GPU, a cluster beyond the offers (rented offers reach 8 nodes). A lower
@@ -48,6 +52,11 @@ def larger_cluster_words(fastest: Candidate) -> str:
     share = fastest.deadline_share
     if share is None or share <= 1 or fastest.spec.layout.method == "inference":
         return ""
+    if not fastest.gpu_count * share <= LARGEST_CLUSTER_GPUS:  # also a share past float's range
+        return (
+            f" At its speed a GPU, finishing in time would take more than {LARGEST_CLUSTER_GPUS:,} "
+            f"{fastest.option.gpu.name} GPUs: no cluster finishes it in time."
+        )
     needed = ceil(fastest.gpu_count * share)
     return (
         f" At its speed a GPU, finishing in time takes at least {needed:,} {fastest.option.gpu.name} GPUs,"

@@ -76,6 +76,18 @@ class Condition(Comparisons):
             )
         return self
 
+    @model_validator(mode="after")
+    def _operands_durable_reads(self) -> Condition:
+        operand = self.operand
+        for value in operand if isinstance(operand, list) else [operand]:
+            if isinstance(value, float) and "e" in repr(value):
+                raise ValueError(
+                    f"{value!r}: a decimal operand must lie between 0.0001 and 1e16 in size, or be 0 "
+                    "(durable-rules' C core misreads a number written with an exponent, "
+                    "docs/durable-rules.md §3, bug 12)"
+                )
+        return self
+
     @property
     def operator(self) -> str:
         return next(op for op in COMPARISONS if getattr(self, "in_" if op == "in" else op) is not None)

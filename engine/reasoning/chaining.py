@@ -5,8 +5,8 @@ docs/durable-rules.md §3: the agenda driven through the C core's own calls, wit
 binding's per-action work (§6), durable's background threads off (§5), a
 bounded pool of session ids with pairwise-distinct 32-bit FNV-1a hashes (bugs 5, 6), input facts
 asserted at C level before `__ready__` runs the agenda (bug 8), exceptions caught in the action
-wrapper and raised to the caller (bug 10), and `delete_state` always (§4). Results have the
-reference engine's shape.
+wrapper and raised to the caller (bug 10), facts written in numbers the core reads (bug 12), and
+`delete_state` always (§4). Results have the reference engine's shape.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import copy
 import itertools
 import json
 import queue
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,16 @@ from engine.reasoning.refengine import Firing, Outcome, ReferenceEngine, fire, r
 
 RULESET = "rules"
 POOL_SIZE = 8
+_BARE_EXPONENT = re.compile(r'("value": )(-?\d+)(e[-+]?\d+)')
+"""a fact's number written with an exponent and no decimal point: Python's form of 1e-05 and 1e+20"""
+
+
+def durable_json(facts: object) -> str:
+    """Facts as JSON durable's C core reads: `json.dumps`, with a number that has an exponent but no
+    decimal point ("1e-05", how Python writes 0.00001) given one ("1.0e-05"). The core misreads the
+    first form, and the fact then matches no pattern, not even `exists`: a deadline of 1e-05 hours
+    went unenforced (docs/durable-rules.md §3, bug 12). A fact's numbers are only in its `value`."""
+    return _BARE_EXPONENT.sub(r"\g<1>\g<2>.0\g<3>", json.dumps(facts, ensure_ascii=False))
 
 
 def fnv1a_32(text: str) -> int:
@@ -131,7 +142,7 @@ class DurableEngine:
                     if name in self._read
                 ]
                 if batch:  # at C level, no action run (§3, bug 8)
-                    self._ruleset.assert_facts(batch)
+                    self._checked(durable_rules_engine.assert_facts(self._handle, durable_json(batch)), batch)
                 self._drain(sid, self._assert({"type": READY, "sid": sid}))
                 if request.error is not None:
                     raise request.error
@@ -146,11 +157,16 @@ class DurableEngine:
     def _assert(self, fact: dict[str, Any]) -> int:
         """Assert one fact at C level; the offset of its session's state, whose agenda `_drain` runs.
         A fact no rule takes, or one already held, raises as durable's own `assert_fact` would (§2.2)."""
-        code, state = durable_rules_engine.assert_fact(self._handle, json.dumps(fact, ensure_ascii=False))
+        return self._checked(durable_rules_engine.assert_fact(self._handle, durable_json(fact)), fact)
+
+    @staticmethod
+    def _checked(result: tuple[int, Any], facts: object) -> int:
+        """The state offset of an assertion's result, or durable's own exception for its code."""
+        code, state = result
         if code == 1:
-            raise durable_engine.MessageNotHandledException(fact)
+            raise durable_engine.MessageNotHandledException(facts)
         if code == 2:
-            raise durable_engine.MessageObservedException(fact)
+            raise durable_engine.MessageObservedException(facts)
         return 0 if code == 3 else int(state)
 
     def _drain(self, sid: str, state: int) -> None:
