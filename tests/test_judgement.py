@@ -268,6 +268,21 @@ def test_a_deadline_too_short_for_any_cluster_is_enforced_and_said(hours: float)
     assert "no cluster finishes it in time" in answer.relaxation.message
 
 
+def test_a_step_that_trains_more_sequences_than_the_batch_asked_says_so() -> None:
+    """A full fine-tune of Llama 2 13B asked at batch 8, fastest: its 64-GPU plans hold a sequence on each
+    data-parallel rank, so a step trains 64 sequences; the learning rate a recipe gives for 8 is not the
+    one for 64 (Goyal et al. 2017, arXiv 1706.02677: the linear scaling rule). Unstated, the batch is the
+    plan's to choose, and nothing is said."""
+    workload = {"task": "full_finetune", "model": "llama-2-13b", "seq_len": 2048, "training_tokens_b": 1}
+    stated = ask({**workload, "batch_size": 8}, {"acquisition": "rent"}, objective="fastest")
+    wide = [rec for rec in stated.recommendations if rec.gpu_count == 64 and rec.tp_degree == 1]
+    assert wide
+    for rec in wide:
+        assert "a step trains 64 sequences where the request asks for 8" in rec.why
+    unstated = ask(workload, {"acquisition": "rent"}, objective="fastest")
+    assert not any("a step trains" in rec.why for rec in unstated.recommendations)
+
+
 def test_two_owned_24gb_cards_qlora_a_70b_model_with_the_base_in_host_memory() -> None:
     """Answer.AI's FSDP-QLoRA trains a 70B model on two 24 GB RTX 3090s or 4090s, with gradient
     checkpointing and CPU offloading (answer.ai/posts/2024-03-06-fsdp-qlora; B. Marie, "Multi-GPU

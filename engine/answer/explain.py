@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from math import ceil
 
 from engine.models.response import TraceStep
 from engine.models.rule import Citation, Rule
@@ -328,6 +329,24 @@ def reasons(candidate: Candidate, policy: Policy, job: Job) -> list[str]:
         if message not in unique:
             unique.append(message)
     return unique[:4]
+
+
+def step_batch_words(candidate: Candidate, job: Job) -> str | None:
+    """A training plan whose data-parallel ranks step more sequences than the batch the request states:
+    each rank holds at least one (`ceil(batch / ranks)`, as the memory was sized), and the learning
+    rate a recipe gives is tuned to the sequences a step trains."""
+    layout = candidate.spec.layout
+    if layout.method == "inference" or not job.batch_stated:
+        return None
+    each = ceil(job.batch / layout.dp)
+    step = each * layout.dp
+    if step <= job.batch:
+        return None
+    held = "a sequence" if each == 1 else f"{each} sequences"
+    return (
+        f"Its {layout.dp} data-parallel ranks hold {held} each, so a step trains {step} sequences "
+        f"where the request asks for {job.batch}: a learning rate is tuned to the batch a step trains."
+    )
 
 
 def workload_words(job: Job) -> str:

@@ -7,7 +7,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 
 from engine.answer.commitment import commitment_warning
-from engine.answer.explain import TASK_WORDS, YOUR_COMPUTER_NAME, citation_text, reasons, relevant_steps, why
+from engine.answer.explain import (
+    TASK_WORDS,
+    YOUR_COMPUTER_NAME,
+    citation_text,
+    reasons,
+    relevant_steps,
+    step_batch_words,
+    why,
+)
 from engine.answer.launch import launch
 from engine.models.kb import Provider
 from engine.models.response import Cost, GpuMemory, Launch, Recommendation, Rejected, Throughput
@@ -92,12 +100,17 @@ def recommendation(
         ),
         throughput=throughput_of(c),
         cost=cost_of(c),
-        why=why(c, policy, [*reasons(c, policy, job), *([ranked_first] if ranked_first else [])]),
+        why=why(c, policy, [*reasons(c, policy, job), *_extra_reasons(c, job, ranked_first)]),
         trace_steps=steps,
         citations=citations,
         price_as_of=_iso(option.price_as_of),
         launch=launch_of(c, job, providers),
     )
+
+
+def _extra_reasons(c: Candidate, job: Job, ranked_first: str) -> list[str]:
+    """What the why says after the rules' reasons: the batch a step trains, why it ranks first."""
+    return [text for text in (step_batch_words(c, job), ranked_first) if text]
 
 
 def launch_of(c: Candidate, job: Job, providers: Mapping[str, Provider]) -> Launch | None:

@@ -210,6 +210,8 @@ class Job:
     """a decoder served as a text embedder (Qwen3-Embedding): it reads its input and generates nothing"""
     training_stack: TrainingStack = "huggingface"
     """training: the software stack, which sets the share of peak FLOPS reached"""
+    batch_stated: bool = False
+    """the request stated `batch_size` (a training plan that steps more sequences than it says so)"""
 
     @property
     def training(self) -> bool:
@@ -414,6 +416,7 @@ def job_of(
         optimizer=workload.optimizer,
         batch=batch,
         batch_from_serving=from_serving,
+        batch_stated="batch_size" in workload.model_fields_set,
         seq_len=workload.seq_len,
         lora_rank=workload.lora_rank,
         checkpointing=workload.gradient_checkpointing,
