@@ -173,10 +173,12 @@ class PlanChecks:
         does not list. On hardware the user owns, offload is not a change: it costs time, not money,
         and is how owned cards run what does not fit them (Answer.AI's FSDP-QLoRA trains a 70B model on
         two 24 GB cards with it; rule offload-is-a-slow-last-resort still ranks it down)."""
-        attrs = self.spec_attrs(spec)
-        if spec.layout.offload and not (self.offload_listed or owned):
+        layout = spec.layout  # read from the layout, as `spec_attrs` does: most specs are never tried
+        if layout.offload and not (self.offload_listed or owned):
             return True
-        return bool(attrs["method_changed"] or attrs["precision_changed"])
+        return layout.method != self.job.task or (
+            layout.precision not in self.own_precisions and layout.method != "qlora"
+        )
 
     def spec_attrs(self, spec: Spec) -> dict[str, Scalar]:
         """The attributes a spec has on any GPU, computed once per spec."""
