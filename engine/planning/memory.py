@@ -326,7 +326,7 @@ def _offloaded_base(job: Job, base: float) -> float:
     return 2.0 * max(base / shape.n_layers, table)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)  # per workload: the sizing cache holds some 30 (a few objects each for the GC)
 def _peft(
     shape: TransformerShape,
     rank: int,

@@ -230,7 +230,7 @@ def kept_activations(
     return KeptActivations(layers=n * layers, head=n * head, loss=n * loss)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)  # 10-20 per workload; the garbage collector walks every entry
 def _per_token(
     shape: TransformerShape,
     part: TrainedPart,
