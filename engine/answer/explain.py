@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from math import ceil
 
 from engine.models.response import TraceStep
 from engine.models.rule import Citation, Rule
@@ -333,12 +332,12 @@ def reasons(candidate: Candidate, policy: Policy, job: Job) -> list[str]:
 
 def step_batch_words(candidate: Candidate, job: Job) -> str | None:
     """A training plan whose data-parallel ranks step more sequences than the batch the request states:
-    each rank holds at least one (`ceil(batch / ranks)`, as the memory was sized), and the learning
-    rate a recipe gives is tuned to the sequences a step trains."""
+    each rank holds at least one (`Layout.per_rank`, as the memory was sized), and the learning rate a
+    recipe gives is tuned to the sequences a step trains."""
     layout = candidate.spec.layout
     if layout.method == "inference" or not job.batch_stated:
         return None
-    each = ceil(job.batch / layout.dp)
+    each = layout.per_rank(job.batch)
     step = each * layout.dp
     if step <= job.batch:
         return None

@@ -78,6 +78,10 @@ class Layout:
         """The ranks each model state is split over by ZeRO (all `dp` unless the sharding is hybrid)."""
         return self.shard or self.dp
 
+    def per_rank(self, batch: int) -> int:
+        """Sequences of a batch each data-parallel rank (or inference replica) holds: at least one."""
+        return max(1, ceil(batch / self.dp))
+
 
 @dataclass(frozen=True)
 class Breakdown:
@@ -187,7 +191,7 @@ def serving_budget(gpu: Gpu, job: Job) -> float | None:
 
 def micro_batch(job: Job, layout: Layout) -> int:
     """Sequences each data-parallel rank (or inference replica) holds."""
-    return max(1, ceil(job.batch / layout.dp))
+    return layout.per_rank(job.batch)
 
 
 HF_GRADIENT_BYTES = 4.0

@@ -11,6 +11,7 @@ from engine.models.attributes import PLAN_ATTRIBUTES
 from engine.models.request import RecommendRequest
 from engine.models.rule import Scalar
 from engine.planning.candidates import Option
+from engine.planning.memory import Layout
 from engine.planning.plan_space import Spec
 from engine.planning.workload import Job
 from engine.reasoning.policy import Filter, Policy, Preference, SourcedTest, Test, passes_plan, residual
@@ -173,12 +174,17 @@ class PlanChecks:
         does not list. On hardware the user owns, offload is not a change: it costs time, not money,
         and is how owned cards run what does not fit them (Answer.AI's FSDP-QLoRA trains a 70B model on
         two 24 GB cards with it; rule offload-is-a-slow-last-resort still ranks it down)."""
-        layout = spec.layout  # read from the layout, as `spec_attrs` does: most specs are never tried
+        layout = spec.layout  # from the layout, not `spec_attrs`: most specs are never tried
         if layout.offload and not (self.offload_listed or owned):
             return True
-        return layout.method != self.job.task or (
-            layout.precision not in self.own_precisions and layout.method != "qlora"
-        )
+        method_changed, precision_changed = self._changed(layout)
+        return method_changed or precision_changed
+
+    def _changed(self, layout: Layout) -> tuple[bool, bool]:
+        """Whether a layout changes the requested method, and the precision (QLoRA computes in 16
+        bits whatever is asked: its precision is never a change)."""
+        method_changed = layout.method != self.job.task
+        return method_changed, layout.precision not in self.own_precisions and layout.method != "qlora"
 
     def spec_attrs(self, spec: Spec) -> dict[str, Scalar]:
         """The attributes a spec has on any GPU, computed once per spec."""
@@ -186,12 +192,12 @@ class PlanChecks:
         if found is None:
             c = self.request.constraints
             layout = spec.layout
-            requested = self.own_precisions
+            method_changed, precision_changed = self._changed(layout)
             found = self.spec_attr_memo[id(spec)] = {
                 "method": layout.method,
                 "precision": layout.precision,
-                "method_changed": layout.method != self.job.task,
-                "precision_changed": layout.precision not in requested and layout.method != "qlora",
+                "method_changed": method_changed,
+                "precision_changed": precision_changed,
                 "strategy": spec.strategy,
                 "tp_degree": layout.tp,
                 "offload": layout.offload,
