@@ -9,10 +9,13 @@ from engine.models.request import RecommendRequest
 from engine.recommend import Advisor
 
 CHEAPEST_TEN = {"objective": "cheapest", "top_k": 10}
+TRANSFORMERS = {"engine": "hf-eager"}
+"""served with Transformers, which runs on Volta in fp16 (vLLM's releases no longer do:
+rules/libraries/vllm-needs-turing.yaml)"""
 
 
 def _answer(advisor: Advisor, model: str) -> tuple[list[tuple[str, str]], list[str]]:
-    body = {"workload": {"task": "inference", "model": model}, **CHEAPEST_TEN}
+    body = {"workload": {"task": "inference", "model": model, "serving": TRANSFORMERS}, **CHEAPEST_TEN}
     answer = advisor.recommend(RecommendRequest.model_validate(body))
     plans = [(r.gpu, r.precision) for r in answer.recommendations]
     return plans, [step.rule for step in answer.trace]

@@ -728,6 +728,32 @@ def test_an_embedding_model_is_not_served_on_a_gpu_its_server_does_not_run_on() 
     assert not [r.gpu for r in answer.recommendations if r.gpu.startswith(("nvidia-v100", "nvidia-p100"))]
 
 
+@pytest.mark.parametrize(
+    ("engine", "too_old"),
+    [(None, ("nvidia-v100", "nvidia-p100")), ("sglang", ("nvidia-v100", "nvidia-p100", "nvidia-t4"))],
+)
+def test_a_service_is_not_planned_on_a_gpu_its_engine_does_not_run_on(
+    engine: str | None, too_old: tuple[str, ...]
+) -> None:
+    """rules/libraries/vllm-needs-turing.yaml and sglang-needs-ampere.yaml: an 8B service at 300
+    requests a minute on spot capacity was put on 4 x V100 (7.0) for vLLM, whose releases run on 7.5 and
+    newer (vLLM's GPU installation page); SGLang's kernels need 8.0. Owned V100s serve it once the
+    request names Transformers as its engine."""
+    serving: dict[str, Any] = {"requests_per_min": 300, "avg_input_tokens": 1000, "avg_output_tokens": 300}
+    if engine is not None:
+        serving["engine"] = engine
+    workload = {"task": "inference", "model": "qwen3-8b", "serving": serving}
+    answer = ask(workload, {"acquisition": "rent", "interruptible": True}, top_k=10)
+    assert answer.feasible
+    assert not [r.gpu for r in answer.recommendations if r.gpu.startswith(too_old)]
+    owned = {"existing_hardware": [{"gpu": "nvidia-v100-sxm2-16gb", "count": 4}]}
+    refused = ask(workload, owned)
+    assert refused.recommendations[0].acquisition != "owned"
+    assert any(r.gpu == "nvidia-v100-sxm2-16gb" and "engine" in r.reason for r in refused.rejected)
+    transformers = ask({**workload, "serving": {**serving, "engine": "hf-eager"}}, owned)
+    assert transformers.recommendations[0].acquisition == "owned"
+
+
 def test_a_plan_across_machines_is_not_put_on_a_community_marketplace() -> None:
     """rules/parallelism/multi-node-needs-a-cluster-fabric.yaml: 8 nodes of Lium B300s were planned as if
     joined by InfiniBand; a marketplace lists single machines on separate networks."""
