@@ -379,7 +379,7 @@ class Advisor:
             "prices_as_of": self.prices_as_of.isoformat() if self.prices_as_of else "unknown",
             "requirements": needs.requirements,
             "trace": trace(outcome, self.rules_by_id, cited),
-            "warnings": warnings(job, policy, overruled=overruled, first=first) + prices,
+            "warnings": warnings(job, policy, top, overruled=overruled, first=first) + prices,
             "assumptions": assumptions(job, policy, needs.workload_assumptions),
         }
 

@@ -990,6 +990,38 @@ def test_a_fused_loss_is_the_first_way_onto_a_24_gb_card() -> None:
     assert not any("fused" in way for way in fused.alternatives)
 
 
+def test_a_long_context_training_answer_shows_its_logits_and_the_fused_loss_that_removes_them() -> None:
+    """Qwen3-8B fully fine-tuned at 32,768 tokens: each sequence's logits over a 151,936-token vocabulary
+    are 32,768 x 151,936 x 14 bytes = 69.7 GB (kept_activations.py), 40% of the first option's 174 GB a
+    GPU, and nothing in the answer said so. Each recommendation now shows them in its memory, and the
+    answer says a fused cross-entropy removes them; asked with it, they are gone and the run is cheaper."""
+    workload = {"task": "full_finetune", "model": "qwen3-8b", "seq_len": 32768, "training_tokens_b": 0.5}
+    answer = ask(workload, {"acquisition": "rent"})
+    best = answer.recommendations[0].memory
+    sequences = best.logits_per_gpu_gb / (32768 * 151_936 * 14 / 1e9)
+    assert sequences >= 1 and sequences == pytest.approx(round(sequences), abs=0.01)
+    assert best.logits_per_gpu_gb <= best.activations_per_gpu_gb
+    said = [w for w in answer.warnings if w.startswith("The loss's logits take")]
+    assert len(said) == 1 and f"{best.logits_per_gpu_gb:.1f} GB of the {best.per_gpu_gb:.1f} GB" in said[0]
+    assert "workload.fused_loss" in said[0]
+    fused = ask({**workload, "fused_loss": True}, {"acquisition": "rent"})
+    assert all(r.memory.logits_per_gpu_gb == 0 for r in fused.recommendations)
+    assert not [w for w in fused.warnings if "logits" in w]
+    assert fused.recommendations[0].cost.horizon_cost_usd < answer.recommendations[0].cost.horizon_cost_usd
+    # a short-context job's logits are a small share: nothing to say
+    short = ask({**workload, "seq_len": 2048}, {"acquisition": "rent"})
+    assert not [w for w in short.warnings if "logits" in w]
+    # nor where the first option has room to spare: QLoRA of Llama 3.1 8B on two owned RTX 4090s, 12.2 of
+    # 25.8 GB a card (the logits 3.7 GB of it), runs on two for speed and would on one as it is
+    loose = ask(
+        {"task": "qlora", "model": "llama-3-1-8b", "batch_size": 2, "seq_len": 2048},
+        {"existing_hardware": [{"gpu": "nvidia-rtx-4090", "count": 2}]},
+    )
+    first = loose.recommendations[0].memory
+    assert first.logits_per_gpu_gb > 0.2 * first.per_gpu_gb and first.headroom_pct > 30
+    assert not [w for w in loose.warnings if "logits" in w]
+
+
 def test_a_70b_pretraining_runs_on_h100s_with_a_distributed_optimizer() -> None:
     """Llama 3.1 70B pretrained on 50B tokens, rented NVIDIA GPUs: tensor parallel 8 alone holds 18 bytes
     a parameter of its 8.8B-parameter shard, 159 GB a GPU, and ZeRO-3 over the hosts' links moves the

@@ -95,6 +95,7 @@ def recommendation(
             optimizer_per_gpu_gb=gb(memory.optimizer),
             activations_per_gpu_gb=gb(memory.activations),
             kv_cache_per_gpu_gb=gb(memory.kv_cache),
+            logits_per_gpu_gb=gb(memory.logits),
             overhead_per_gpu_gb=gb(memory.overhead),
             reported_gb=None if c.reported_gb is None else round(c.reported_gb, 1),
         ),
@@ -188,10 +189,16 @@ def rejected(rejections: Sequence[Rejection], candidates: Sequence[Candidate] = 
 
 
 def warnings(
-    job: Job, policy: Policy, *, overruled: frozenset[str] = frozenset(), first: str | None = None
+    job: Job,
+    policy: Policy,
+    top: Sequence[Ranked] = (),
+    *,
+    overruled: frozenset[str] = frozenset(),
+    first: str | None = None,
 ) -> list[str]:
     """`first` (the planned verdict on named hardware), the rules' notices less those of the
-    `overruled` rules (whose pre-sizing estimate the plan replaced), then the sizing's own cautions."""
+    `overruled` rules (whose pre-sizing estimate the plan replaced), then the sizing's own cautions,
+    those of the first option (`top`) among them."""
     found: list[str] = [first] if first else []
     for notice in policy.notices:
         if notice.message not in found and notice.rule not in overruled:
@@ -203,7 +210,39 @@ def warnings(
         )
     found.extend(architecture_warnings(job))
     found.extend(reader_field_warnings(job))
+    found.extend(logits_warnings(top, job))
     return found
+
+
+LOGITS_NOTE_SHARE = 0.2
+"""The share of the first option's per-GPU memory the loss's logits take before the answer says that a
+fused loss removes them: Qwen3-1.7B fully fine-tuned at 8 x 2,048 tokens held 120 GB on an H200, 25 GB
+of it the logits of a 151,936-token vocabulary (data/calibration/h200-2026-11-26.json)."""
+LOGITS_NOTE_FREE_PCT = 30.0
+"""...and only when that option leaves less than this share of each card free, so that memory set its
+GPUs: a QLoRA at 12.2 of a 4090's 25.8 GB runs on two of them for speed, and would on one as it is."""
+
+
+def logits_warnings(top: Sequence[Ranked], job: Job) -> list[str]:
+    """A training job whose first option spends a large share of each GPU on the loss's logits and fits
+    tightly: a fused linear cross-entropy (Liger Kernel, Hsu et al. 2024, arXiv
+    2410.10989) computes the loss chunk by chunk and never holds them, which can fit the run on fewer or
+    smaller GPUs."""
+    if not top or not job.training or job.fused_loss:
+        return []
+    first = top[0].candidate
+    memory = first.memory
+    if memory.logits < LOGITS_NOTE_SHARE * memory.total:
+        return []
+    if first.headroom_pct >= LOGITS_NOTE_FREE_PCT:
+        return []
+    return [
+        f"The loss's logits take {memory.logits / GB:.1f} GB of the {memory.total / GB:.1f} GB on each "
+        f"GPU of #1 (every token of the micro-batch's {job.seq_len:,}-token sequences over a "
+        f"{job.shape.vocab_size:,}-token vocabulary, with the fp32 copy the loss makes and its gradient): "
+        "a fused cross-entropy loss (workload.fused_loss, as in Liger Kernel) never holds them, and may fit "
+        "the run on fewer or smaller GPUs."
+    ]
 
 
 def reader_field_warnings(job: Job) -> list[str]:

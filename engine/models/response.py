@@ -92,6 +92,11 @@ class GpuMemory(ResponseModel):
         "serving engine's activation workspace (inference), GB"
     )
     kv_cache_per_gpu_gb: float = Field(description="KV cache on each GPU (inference), GB")
+    logits_per_gpu_gb: float = Field(
+        0.0,
+        description="of activations_per_gpu_gb: the loss's logits, their fp32 copy and its gradient on each "
+        "GPU (training; 0 with workload.fused_loss, and for inference), GB",
+    )
     overhead_per_gpu_gb: float = Field(
         description="the CUDA context on each GPU, and a serving engine's CUDA graph pool, GB"
     )

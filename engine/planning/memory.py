@@ -30,7 +30,7 @@ from engine.sizing import (
     total_params,
     weights_bytes,
 )
-from engine.sizing.kept_activations import ADAPTED_ALL, TrainedPart, kept_activations
+from engine.sizing.kept_activations import ADAPTED_ALL, KeptActivations, TrainedPart, kept_activations
 from engine.sizing.precision import KvCacheDtype, WeightPrecision
 from engine.sizing.serving_engines import CUDA_GRAPH_POOL_BYTES, profile, workspace_bytes
 
@@ -95,6 +95,9 @@ class Breakdown:
     overhead: float
     host: float = 0.0
     """Bytes each GPU's process keeps in host RAM (CPU offload), not counted in `total`."""
+    logits: float = 0.0
+    """Of `activations`: the loss's logits, their fp32 copy and its gradient (a training step without a
+    fused loss; `kept_activations.loss_bytes_per_token`)."""
 
     @property
     def total(self) -> float:
@@ -222,7 +225,7 @@ def _trained_part(adapters: bool, fp32: bool, stack: str) -> TrainedPart:
     return TrainedPart(adapters=None, residual_bytes=residual, compute_bytes=compute)
 
 
-def _activations(job: Job, layout: Layout) -> float:
+def _activations(job: Job, layout: Layout) -> KeptActivations:
     """The activations and logits one GPU keeps for its micro-batch (engine/sizing/kept_activations)."""
     # Tensor parallelism splits activations; a pipeline does not (Korthikanti et al. 2022, Sec. 4.2.3).
     # A tuned stack runs sequence parallelism beside it (Megatron-LM's --sequence-parallel, torchtitan's
@@ -237,7 +240,7 @@ def _activations(job: Job, layout: Layout) -> float:
         tensor_parallel=ways,
         sequence_parallel=ways > 1 and job.training_stack != "huggingface",
     )
-    return kept.total
+    return kept
 
 
 def _full_training(job: Job, layout: Layout, *, gradients_resident: bool = True) -> Breakdown:
@@ -252,7 +255,8 @@ def _full_training(job: Job, layout: Layout, *, gradients_resident: bool = True)
         master_weights=not fp32,
         offload_optimizer=layout.offload,
     )
-    activations = _activations(job, layout)
+    kept = _activations(job, layout)
+    activations = kept.total
     gradients = states.gradients_bytes
     if not gradients_resident:
         # Without gradient accumulation the gradients are freed (set to None) before each forward and
@@ -270,6 +274,7 @@ def _full_training(job: Job, layout: Layout, *, gradients_resident: bool = True)
         kv_cache=0.0,
         overhead=CUDA_CONTEXT_BYTES,
         host=states.host_bytes,
+        logits=kept.loss,
     )
 
 
@@ -297,14 +302,16 @@ def _adapters(job: Job, layout: Layout) -> Breakdown:
     base, peft = _adapter_states(job, layout)
     shards = layout.tp * (layout.shard_ways if layout.zero == 3 else 1)  # ZeRO-1/2 keep the base whole
     on_gpu, host = (_offloaded_base(job, base), base / shards) if layout.offload else (base / shards, 0.0)
+    kept = _activations(job, layout)
     return Breakdown(
         weights=on_gpu + peft.adapter.weights_bytes,
         gradients=peft.adapter.gradients_bytes,
         optimizer=peft.adapter.optimizer_bytes,
-        activations=_activations(job, layout) + _merged_experts(job, layout),
+        activations=kept.total + _merged_experts(job, layout),
         kv_cache=0.0,
         overhead=CUDA_CONTEXT_BYTES,
         host=host,
+        logits=kept.loss,
     )
 
 
