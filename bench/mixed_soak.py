@@ -97,7 +97,9 @@ async def _soak(calls: int, seed: int) -> dict[str, Any]:
     advisor = default_advisor()
     app = create_app(advisor=advisor)
     rng = random.Random(seed)
-    models, gpus = sorted(advisor.kb.models), sorted(advisor.kb.gpus)
+    # a convolutional network is refused (422): the soak asks about the models the advisor sizes
+    models = sorted(m.id for m in advisor.kb.models.values() if m.kind != "cnn")
+    gpus = sorted(advisor.kb.gpus)
     statuses: dict[int, int] = {}
     latency: dict[str, list[float]] = {}
     async with app.router.lifespan_context(app):

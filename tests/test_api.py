@@ -237,6 +237,12 @@ BAD_INPUTS = [
         {**SMALL, "constraints": {"max_gpus": 2, "gpu_count": 4}},
         ["body", "constraints", "gpu_count"],
     ),
+    (
+        # sized as a transformer of 25.6M parameters, ResNet-50 was "trained" on 100M tokens in 0.3 h
+        "a convolutional network",
+        {"workload": {"task": "full_finetune", "model": "resnet-50"}},
+        ["body", "workload", "model"],
+    ),
 ]
 
 

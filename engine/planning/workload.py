@@ -291,6 +291,16 @@ def named_model(workload: Workload, kb: KB) -> Model | None:
     model = kb.model_named(workload.model)
     if model is None:
         raise UnknownReference(("workload", "model"), unknown_model(kb, workload.model))
+    if model.kind == "cnn":
+        # Its memory is activations per image and its speed images a second, from its convolutions'
+        # FLOPs; sized as a transformer of its parameter count, ResNet-50 was "trained" on 100M tokens
+        # in 0.3 h on a V100, where ImageNet's 90 epochs take days.
+        raise InvalidRequest(
+            ("workload", "model"),
+            f"{model.id} is a convolutional network: the advisor sizes transformers (text generators, "
+            "encoders and embedding models), whose memory and speed are counted per token, and has no "
+            "sizing for image batches",
+        )
     return model
 
 
@@ -350,8 +360,7 @@ def architecture_of(
     if sized is not None:
         return Architecture(sized.shape, "hf-config")
     if model is not None and model.architecture is not None:
-        kind = "decoder" if model.kind in ("decoder", "cnn") else model.kind
-        return Architecture(_kb_shape(model.architecture, kind), "kb-model")
+        return Architecture(_kb_shape(model.architecture, model.kind), "kb-model")
     return Architecture(estimated_shape(params_b * 1e9), "estimated")
 
 
