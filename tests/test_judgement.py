@@ -1138,3 +1138,11 @@ def test_an_moe_given_by_its_counts_decodes_its_active_share() -> None:
         )
 
     assert speed(20) > 1.5 * speed(86)
+
+
+def test_a_part_time_services_share_of_hours_reads_as_people_write_it() -> None:
+    """rules/serving/part-time-serving-stops-when-idle.yaml fills in the share of hours in use: 20 hours
+    a week is 20 / 168 = 11.9%, which the answer wrote as "11.905%"."""
+    answer = ask({"task": "inference", "model": "qwen3-8b"}, {"hours_per_week": 20})
+    said = [w for w in answer.warnings if w.startswith("Rentals are costed for the")]
+    assert said and "the 11.9% of hours" in said[0]

@@ -241,7 +241,12 @@ def logits_warnings(top: Sequence[Ranked], job: Job) -> list[str]:
         f"GPU of #1 (every token of the micro-batch's {job.seq_len:,}-token sequences over a "
         f"{job.shape.vocab_size:,}-token vocabulary, with the fp32 copy the loss makes and its gradient): "
         "a fused cross-entropy loss (workload.fused_loss, as in Liger Kernel) never holds them, and may fit "
-        "the run on fewer or smaller GPUs."
+        "the run on fewer or smaller GPUs"
+        + (
+            ", or without activation checkpointing (no forward pass computed twice)."
+            if first.spec.layout.checkpointing
+            else "."
+        )
     ]
 
 

@@ -79,7 +79,8 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
     else:
         facts["sizing.task_gb"] = facts["sizing.full_training_gb"]
     if job.utilization is not None:
-        facts["sizing.utilization_pct"] = round(job.utilization * 100, 3)
+        # to a tenth, as a message writes it: 20 hours a week is 11.9%, not 11.905%
+        facts["sizing.utilization_pct"] = round(job.utilization * 100, 1)
     if job.training_tokens is not None:
         facts["sizing.training_tokens_b"] = round(job.training_tokens / 1e9, 6)
         facts["sizing.training_pflop"] = round(training_pflop(job), 6)
