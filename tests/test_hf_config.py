@@ -16,7 +16,13 @@ from engine.knowledge.kb import KB
 from engine.models.request import HfConfig, RecommendRequest
 from engine.planning.hf_config import from_hf_config, sized_config
 from engine.recommend import Advisor
-from engine.sizing import active_params, kv_cache_bytes_per_token, shape_from_architecture, total_params
+from engine.sizing import (
+    active_params,
+    kv_cache_bytes_per_token,
+    model_kv_cache_bytes,
+    shape_from_architecture,
+    total_params,
+)
 
 # config.json of meta-llama/Llama-3.1-8B (the keys the sizing reads, as published; kb/models/llama-3-1-8b.yaml
 # cites it), with keys the sizing ignores left in
@@ -341,3 +347,78 @@ def test_the_openapi_document_states_what_an_hf_config_needs(
         assert all(
             error["loc"][:3] == ["body", "workload", "hf_config"] for error in response.json()["detail"]
         )
+
+
+# The text config of a Qwen3.5-class mixture of experts with Gated DeltaNet layers, as mlx-lm's qwen3_5
+# model builds it (TextModelArgs for model_type qwen3_5_moe_text): 40 layers, every 4th full attention.
+HYBRID_TEXT_CONFIG: dict[str, Any] = {
+    "model_type": "qwen3_5_moe_text",
+    "hidden_size": 2048,
+    "num_hidden_layers": 40,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "linear_num_value_heads": 32,
+    "linear_num_key_heads": 16,
+    "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128,
+    "linear_conv_kernel_dim": 4,
+    "rms_norm_eps": 1e-6,
+    "vocab_size": 248320,
+    "num_experts": 256,
+    "num_experts_per_tok": 8,
+    "moe_intermediate_size": 512,
+    "shared_expert_intermediate_size": 512,
+    "full_attention_interval": 4,
+    "max_position_embeddings": 262144,
+}
+GDN_STATE_BF16 = 32 * 128 * 128 * 2 + (2 * 16 * 128 + 32 * 128) * 3 * 2
+"""vLLM's MambaStateShapeCalculator.gated_delta_net_state_shape: a temporal state of (value heads,
+value dim, key dim) and a conv state of (k dim x k heads x 2 + v dim x v heads, kernel - 1): 548,864
+values, 1,097,728 bytes a layer in bf16"""
+
+
+@pytest.mark.parametrize(
+    "layers_given",
+    [{"full_attention_interval": 4}, {"layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 10}],
+)
+def test_a_hybrid_configs_linear_attention_layers_keep_a_state_not_a_kv_cache(
+    layers_given: dict[str, Any],
+) -> None:
+    """A Gated DeltaNet layer keeps a fixed state per sequence and no keys or values: 30 of the 40
+    layers, so the KV cache a token is 10 full layers' 2 x 2 x 256 x 2 bytes, a quarter of what sizing
+    every layer as attention gave, and the state is vLLM's shape whatever the context."""
+    config = {k: v for k, v in HYBRID_TEXT_CONFIG.items() if k != "full_attention_interval"} | layers_given
+    shape = sized_config(HfConfig.model_validate({"text_config": config, "model_type": "qwen3_5_moe"})).shape
+    assert (shape.state_layers, shape.attention_layers) == (30, 10)
+    assert shape.state_bytes_per_layer == GDN_STATE_BF16 == 1_097_728
+    assert kv_cache_bytes_per_token(shape) == 10 * 2 * 2 * 256 * 2
+    context = 262_144
+    assert model_kv_cache_bytes(shape, context, 2) == 2 * (
+        10 * 2 * 2 * 256 * 2 * context + 30 * GDN_STATE_BF16
+    )
+    # the state kept in float32, as Qwen3.5's configs ask (mamba_ssm_dtype)
+    fp32 = sized_config(HfConfig.model_validate({**config, "mamba_ssm_dtype": "float32"})).shape
+    assert fp32.state_bytes_per_layer == GDN_STATE_BF16 + 32 * 128 * 128 * 2
+
+
+def test_a_hybrid_configs_long_prompt_service_is_sized_on_its_attention_layers(advisor: Advisor) -> None:
+    """30 requests a minute of 20,000-token prompts: the KV cache is the 10 attention layers' keys and
+    values plus the 30 layers' states for each sequence in flight, not 40 layers of keys and values."""
+    serving = {"requests_per_min": 30, "avg_input_tokens": 20000, "avg_output_tokens": 500}
+    body = {"workload": {"task": "inference", "hf_config": HYBRID_TEXT_CONFIG, "serving": serving}}
+    answer = advisor.recommend(RecommendRequest.model_validate(body))
+    in_flight = answer.assumptions["batch_size"]
+    context = answer.assumptions["context_tokens"]
+    assert isinstance(in_flight, float) and isinstance(context, float)
+    per_sequence = 10 * 2 * 2 * 256 * 2 * context + 30 * GDN_STATE_BF16
+    assert answer.requirements.memory.kv_cache_gb == pytest.approx(in_flight * per_sequence / 1e9, abs=0.002)
+    used = str(answer.assumptions["hf_config.used"])
+    assert "full_attention_interval" in used and "linear_num_value_heads" in used
+
+
+def test_a_hybrid_config_without_its_state_sizes_says_so() -> None:
+    config = {k: v for k, v in HYBRID_TEXT_CONFIG.items() if not k.startswith("linear_")}
+    sized = sized_config(HfConfig.model_validate(config))
+    assert (sized.shape.state_layers, sized.shape.state_bytes_per_layer) == (30, 0)
+    assert any("30 linear-attention layers keep no KV cache" in note for note in sized.read.notes)

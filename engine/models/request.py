@@ -294,7 +294,20 @@ class HfConfigKeys(RequestModel):
     use_sliding_window: bool | None = Field(None, description="Qwen: whether the window is used at all")
     sliding_window_pattern: int | None = _size(1000, "Gemma 3: every n-th layer is global")
     layer_types: list[Annotated[str, Field(max_length=50)]] | None = Field(
-        None, description="per layer: sliding_attention | full_attention (newer configs)"
+        None,
+        description="per layer: sliding_attention | full_attention | linear_attention (newer configs; a "
+        "linear-attention layer keeps a fixed-size state instead of a KV cache)",
+    )
+    full_attention_interval: int | None = _size(
+        1000, "Qwen3-Next, Qwen3.5: every n-th layer is full attention, the others Gated DeltaNet (linear)"
+    )
+    linear_num_key_heads: int | None = _size(10_000, "Gated DeltaNet: key heads of a linear-attention layer")
+    linear_num_value_heads: int | None = _size(10_000, "Gated DeltaNet: value heads (each keeps a state)")
+    linear_key_head_dim: int | None = _size(10_000, "Gated DeltaNet: width of a key head")
+    linear_value_head_dim: int | None = _size(10_000, "Gated DeltaNet: width of a value head")
+    linear_conv_kernel_dim: int | None = _size(100, "Gated DeltaNet: the short convolution's length")
+    mamba_ssm_dtype: Annotated[str, Field(max_length=30)] | None = Field(
+        None, description="the recurrent state's dtype (float32: 4 bytes; absent: 16-bit)"
     )
     rms_norm_eps: Epsilon | None = Field(None, description="present: RMSNorm")
     layer_norm_eps: Epsilon | None = Field(None, description="present: LayerNorm")

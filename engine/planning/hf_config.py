@@ -137,6 +137,7 @@ def from_hf_config(config: HfConfig) -> FromHfConfig:
     _tied_embeddings(r, config, arch, kind_name, notes)
     _layer_extras(r, arch, kind_name, encoder)
     _window(r, arch, layers, kind_name)
+    _recurrent(r, arch, layers, notes)
     return FromHfConfig(
         architecture=arch,
         kind="encoder" if encoder else "decoder",
@@ -328,6 +329,44 @@ def _window(r: _Reader, arch: dict[str, object], layers: int, kind: str) -> None
         arch["sliding_window"] = window
         if local != layers:
             arch["sliding_window_layers"] = local
+
+
+STATE_LAYER_TYPES = frozenset({"linear_attention"})
+"""`layer_types` entries whose layers keep a recurrent state rather than a KV cache"""
+
+
+def _recurrent(r: _Reader, arch: dict[str, object], layers: int, notes: list[str]) -> None:
+    """The layers that keep a fixed-size state in place of a KV cache (Qwen3-Next and Qwen3.5's Gated
+    DeltaNet: `layer_types` linear_attention, or all but every `full_attention_interval`-th layer), and
+    that state's bytes a sequence: each value head's key x value matrix (the recurrence's S, Yang et al.
+    2024, Gated Delta Networks, arXiv 2412.06464) in `mamba_ssm_dtype`, and the short convolution's last
+    kernel - 1 inputs of the q, k and v channels in 16 bits (vLLM's conv and SSM state caches)."""
+    take = r.take
+    types = take("layer_types")
+    interval = take("full_attention_interval")
+    if isinstance(types, list) and types:
+        state_layers = sum(1 for t in types[:layers] if t in STATE_LAYER_TYPES)
+    elif isinstance(interval, int):
+        state_layers = layers - layers // interval
+    else:
+        return
+    if not state_layers:
+        return
+    arch["state_layers"] = state_layers
+    names = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim")
+    dims = [take(name) for name in names]
+    if not all(isinstance(v, int) for v in dims):
+        notes.append(
+            f"{state_layers} linear-attention layers keep no KV cache; without {', '.join(names)} their "
+            "state is not sized"
+        )
+        return
+    key_heads, value_heads, key_dim, value_dim = (int(str(v)) for v in dims)
+    kernel = take("linear_conv_kernel_dim")
+    state_bytes = 4 if take("mamba_ssm_dtype") == "float32" else 2
+    window = (kernel if isinstance(kernel, int) else 4) - 1  # Qwen3-Next's and Qwen3.5's kernel: 4
+    channels = 2 * key_heads * key_dim + value_heads * value_dim
+    arch["state_bytes_per_layer"] = value_heads * key_dim * value_dim * state_bytes + channels * window * 2
 
 
 def _precision(config: HfConfig, c: HfConfigKeys) -> str | None:

@@ -30,8 +30,8 @@ from engine.sizing import (
     decode_bytes_per_step,
     forward_flops_per_token,
     input_embedding_params,
-    kv_cache_bytes_per_token,
     lora_params,
+    model_kv_cache_bytes,
     moe_decode_params_read,
     moe_routed_params_per_token,
     total_params,
@@ -158,15 +158,13 @@ def params_read(job: Job, tokens: int) -> float:
 def decode_work(job: Job, layout: Layout) -> DecodeWork:
     precision = weight_precision(layout.precision)
     sequences = micro_batch(job, layout)
-    kv_per_token = kv_cache_bytes_per_token(job.shape, kv_dtype(job, layout.precision))
     context = job.context_tokens
     per_param = weight_bytes_per_param(precision)
     weight_bytes, gathered_bytes = _streamed_and_gathered(job, sequences, per_param)
-    step_bytes = decode_bytes_per_step(
-        weight_bytes,
-        0.0 if job.reads_only else kv_per_token * context,
-        sequences,
-    )
+    # each sequence's cache as held: capped by a sliding window, and a recurrent layer's fixed state
+    # in place of its keys and values
+    kv_per_sequence = model_kv_cache_bytes(job.shape, context, 1, dtype=kv_dtype(job, layout.precision))
+    step_bytes = decode_bytes_per_step(weight_bytes, 0.0 if job.reads_only else kv_per_sequence, sequences)
     prompt = job.serving.avg_input_tokens if job.serving is not None else job.seq_len
     prompt = context if job.reads_only else max(1, min(prompt, context))
     shape = job.shape
@@ -183,7 +181,7 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
         # efficiency on an H100 (data/calibration/h100-2026-11-26.json).
         prefill_flops_per_token=forward_flops_per_token(
             matmul_params(job),
-            n_layers=shape.n_layers,
+            n_layers=shape.attention_layers,
             context_tokens=max(1, prompt * (2 if job.encoder else 1)),
             attention_dim=shape.q_dim,
         ),
@@ -366,7 +364,7 @@ def training_flops(job: Job, layout: Layout) -> float:
     shape = job.shape
     return training_flops_per_token(
         matmul_params(job),
-        n_layers=shape.n_layers,
+        n_layers=shape.attention_layers,
         seq_len=job.seq_len,
         q_dim=shape.q_dim,
         trains_weights=layout.method not in ADAPTER_METHODS,

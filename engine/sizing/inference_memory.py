@@ -52,6 +52,7 @@ __all__ = [
     "model_kv_cache_bytes",
     "model_weights_bytes",
     "paged_tokens",
+    "recurrent_state_bytes",
     "runtime_reserve_bytes",
     "weights_bytes",
 ]
@@ -168,10 +169,12 @@ def kv_cache_bytes(
 def kv_cache_bytes_per_token(shape: TransformerShape, dtype: KvCacheDtype = "bf16") -> float:
     """KV cache per token of context, below any sliding window (bytes/token).
 
-    Formula: ``n_layers * kv_elements_per_token_layer * bytes`` (``2 * n_kv_heads * head_dim``, or the MLA
-    latent). Llama-3.1-8B bf16: 131,072 B (128 KiB); Llama-2-70B: 327,680 B; DeepSeek-V3: 70,272 B.
+    Formula: ``attention_layers * kv_elements_per_token_layer * bytes`` (``2 * n_kv_heads * head_dim``, or
+    the MLA latent; a linear-attention or Mamba layer caches none). Llama-3.1-8B bf16: 131,072 B (128 KiB);
+    Llama-2-70B: 327,680 B; DeepSeek-V3: 70,272 B.
     """
-    return float(shape.n_layers * shape.kv_elements_per_token_layer) * kv_cache_bytes_per_element(dtype)
+    layers = shape.attention_layers
+    return float(layers * shape.kv_elements_per_token_layer) * kv_cache_bytes_per_element(dtype)
 
 
 def model_kv_cache_bytes(
@@ -182,13 +185,17 @@ def model_kv_cache_bytes(
     dtype: KvCacheDtype = "bf16",
     tensor_parallel: int = 1,
 ) -> float:
-    """KV cache of a model given by its shape (bytes): :func:`kv_cache_bytes` with the shape's layers,
-    KV heads, head width and sliding window (all layers for Mistral 7B v0.1, half for Gemma-2). A multi-head
-    latent attention model caches one latent of ``kv_lora_rank + qk_rope_head_dim`` per token and layer, the
-    same on every tensor-parallel GPU (vLLM and SGLang replicate it)."""
+    """KV cache of a model given by its shape (bytes): :func:`kv_cache_bytes` with the shape's attention
+    layers, KV heads, head width and sliding window (all layers for Mistral 7B v0.1, half for Gemma-2),
+    plus each sequence's recurrent state in the layers that keep one (:func:`recurrent_state_bytes`). A
+    multi-head latent attention model caches one latent of ``kv_lora_rank + qk_rope_head_dim`` per token
+    and layer, the same on every tensor-parallel GPU (vLLM and SGLang replicate it)."""
+    state = recurrent_state_bytes(shape, batch, tensor_parallel=tensor_parallel)
+    if shape.attention_layers == 0:
+        return state
     mla = shape.is_mla
-    return kv_cache_bytes(
-        shape.n_layers,
+    return state + kv_cache_bytes(
+        shape.attention_layers,
         1 if mla else shape.n_kv_heads,
         shape.kv_elements_per_token_layer if mla else shape.head_dim,
         context_tokens,
@@ -198,6 +205,22 @@ def model_kv_cache_bytes(
         windowed_layers=shape.windowed_layers if shape.sliding_window is not None else None,
         tensor_parallel=tensor_parallel,
         tensors_per_head=1 if mla else 2,
+    )
+
+
+def recurrent_state_bytes(shape: TransformerShape, batch: int = 1, *, tensor_parallel: int = 1) -> float:
+    """The fixed-size state of a shape's linear-attention or Mamba layers for ``batch`` sequences, per GPU
+    (bytes): ``state_layers x state_bytes_per_layer x batch / tensor_parallel`` (their heads split over the
+    GPUs as attention's do), whatever the context's length. Qwen3-Next's 36 Gated DeltaNet layers keep
+    32 x 128 x 128 values and a 3-step convolution window a sequence each."""
+    if not shape.state_layers:
+        return 0.0
+    sequences = check_positive_int("batch", batch)
+    return (
+        shape.state_layers
+        * shape.state_bytes_per_layer
+        * sequences
+        / check_positive_int("tensor_parallel", tensor_parallel)
     )
 
 

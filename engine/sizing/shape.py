@@ -120,6 +120,13 @@ class TransformerShape:
     extra_params: int = 0
     """Parameters outside the transformer described here (a vision encoder and its projector), held in memory
     with the weights but not run per generated token."""
+    state_layers: int = 0
+    """Layers that keep a fixed-size recurrent state in place of attention over the context: linear
+    attention (Qwen3-Next and Qwen3.5's Gated DeltaNet, three layers in four) or Mamba. They cache no
+    keys and values and do no quadratic attention; their projections are counted as attention's."""
+    state_bytes_per_layer: int = 0
+    """Bytes of one such layer's state per sequence, as a serving engine keeps it (Gated DeltaNet: the
+    value heads' key x value matrices, plus the short convolution's last inputs)."""
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim", "intermediate_size"):
@@ -143,6 +150,10 @@ class TransformerShape:
                 f"experts_per_token ({self.experts_per_token}) cannot exceed n_experts ({self.n_experts})"
             )
         self._check_moe_and_mla()
+        check_non_negative_int("state_layers", self.state_layers)
+        check_non_negative_int("state_bytes_per_layer", self.state_bytes_per_layer)
+        if self.state_layers > self.n_layers:
+            raise ValueError(f"state_layers ({self.state_layers}) cannot exceed n_layers ({self.n_layers})")
         if self.sliding_window is not None:
             check_positive_int("sliding_window", self.sliding_window)
         if self.sliding_window_layers is not None:
@@ -232,10 +243,16 @@ class TransformerShape:
 
     @property
     def windowed_layers(self) -> int:
-        """Layers whose KV cache is capped by the sliding window."""
+        """Layers whose KV cache is capped by the sliding window (of the attention layers)."""
         if self.sliding_window is None:
             return 0
-        return self.n_layers if self.sliding_window_layers is None else self.sliding_window_layers
+        layers = self.attention_layers
+        return layers if self.sliding_window_layers is None else min(layers, self.sliding_window_layers)
+
+    @property
+    def attention_layers(self) -> int:
+        """Layers that attend over the context and cache its keys and values (all but `state_layers`)."""
+        return self.n_layers - self.state_layers
 
 
 def _required(arch: Mapping[str, object], key: str) -> object:
@@ -330,6 +347,10 @@ def _experts_and_attention_variants(arch: Mapping[str, object]) -> dict[str, Any
         "q_lora_rank": _optional_int(arch, "q_lora_rank"),
         "qk_rope_head_dim": _optional_int(arch, "qk_rope_head_dim"),
         "v_head_dim": _optional_int(arch, "v_head_dim"),
+        "state_layers": check_non_negative_int("state_layers", arch.get("state_layers") or 0),
+        "state_bytes_per_layer": check_non_negative_int(
+            "state_bytes_per_layer", arch.get("state_bytes_per_layer") or 0
+        ),
     }
 
 
