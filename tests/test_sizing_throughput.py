@@ -12,6 +12,7 @@ from engine.sizing import (
     TB,
     TFLOPS,
     allreduce_seconds,
+    attended_layer_tokens,
     compute_seconds,
     decode_bytes_per_step,
     decode_params_read_per_token,
@@ -131,3 +132,19 @@ def test_throughput_validation() -> None:
         compute_seconds(1e12, 1e12, mfu=1.2)
     with pytest.raises(ValueError, match="experts_per_token"):
         moe_expected_experts(2, 3, 4)
+
+
+def test_a_sliding_windows_layers_attend_to_their_window_when_a_prompt_is_read() -> None:
+    """Gemma 3 27B (kb/models/gemma-3-27b.yaml): 52 of its 62 layers attend within 1,024 tokens. Reading a
+    32,768-token prompt, a query of such a layer attends 1,024 - 1,024^2 / (2 x 32,768) keys on average,
+    not 16,384, so those layers add 2 x that each to the attention term, and the 10 global ones the whole
+    prompt; a prompt inside the window is read as by full attention. ModernBERT-base (kb/models/
+    modernbert-base.yaml) reads bidirectionally: 8 global layers attend the whole input twice over, 14
+    local ones their 128-token window."""
+    gemma = _shape("gemma-3-27b")
+    prompt = 32_768
+    assert attended_layer_tokens(gemma, prompt) == round(10 * prompt + 52 * (2 * 1024 - 1024**2 / prompt))
+    assert attended_layer_tokens(gemma, 512) == 62 * 512
+    assert attended_layer_tokens(gemma, prompt) < 0.25 * 62 * prompt
+    modernbert = _shape("modernbert-base")
+    assert attended_layer_tokens(modernbert, 8192, bidirectional=True) == 8 * 2 * 8192 + 14 * 2 * 128

@@ -27,6 +27,7 @@ from engine.sizing import (
     GB,
     LORA_ALL_LINEAR,
     TFLOPS,
+    attended_layer_tokens,
     decode_bytes_per_step,
     forward_flops_per_token,
     input_embedding_params,
@@ -177,12 +178,13 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
         # attention: 2 x seq x q_dim per layer for the scores and as much again for their sum of the
         # values (4 L s q a token, FlashAttention's count), halved under the causal mask; the formula's
         # 2 L n_ctx q counts the scores alone, so it is given twice the context (an encoder) or the
-        # prompt (causal). Counting half of this put bge-m3 at 8,192 tokens 1.4x off its 512-token
-        # efficiency on an H100 (data/calibration/h100-2026-11-26.json).
+        # prompt (causal), a sliding window's layers their window (`attended_layer_tokens`). Counting
+        # half of this put bge-m3 at 8,192 tokens 1.4x off its 512-token efficiency on an H100
+        # (data/calibration/h100-2026-11-26.json).
         prefill_flops_per_token=forward_flops_per_token(
             matmul_params(job),
-            n_layers=shape.attention_layers,
-            context_tokens=max(1, prompt * (2 if job.encoder else 1)),
+            n_layers=1,
+            context_tokens=max(1, attended_layer_tokens(shape, prompt, bidirectional=job.encoder)),
             attention_dim=shape.q_dim,
         ),
         prompt_tokens=prompt,

@@ -89,6 +89,7 @@ from engine.sizing.serving import (
 from engine.sizing.shape import TransformerShape, shape_from_architecture
 from engine.sizing.throughput import (
     allreduce_seconds,
+    attended_layer_tokens,
     compute_seconds,
     decode_bytes_per_step,
     decode_step_seconds,
@@ -135,6 +136,7 @@ __all__ = [
     "activation_bytes_zero_heuristic",
     "active_params",
     "allreduce_seconds",
+    "attended_layer_tokens",
     "attention_params_per_layer",
     "break_even_hours",
     "break_even_utilization",

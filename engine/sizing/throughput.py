@@ -91,6 +91,28 @@ def forward_flops_per_token(
     return 2.0 * n + 2.0 * layers * ctx * dim
 
 
+def attended_layer_tokens(shape: TransformerShape, prompt_tokens: int, *, bidirectional: bool = False) -> int:
+    """The ``n_layers x n_ctx`` of :func:`forward_flops_per_token`'s attention term for reading a prompt:
+    over the attention layers, twice the keys a query attends on average (its ``2 L n_ctx d`` counts the
+    scores; the values' sum costs as much again, so ``n_ctx`` is twice the keys attended). A causal layer
+    attends ``P / 2`` keys on average, a bidirectional one ``P``; a sliding window of ``W`` caps that at
+    ``W - W^2 / 2P`` (causal, once ``P > W``) or ``W`` (bidirectional, ModernBERT's window in total), as
+    FlashAttention's windowed kernels skip the blocks outside it (Dao 2023, FlashAttention-2, window_size).
+    Linear-attention and Mamba layers (``state_layers``) attend over no context."""
+    prompt = check_non_negative_int("prompt_tokens", prompt_tokens)
+    full = 2.0 * prompt if bidirectional else float(prompt)
+    windowed = shape.windowed_layers
+    if windowed and shape.sliding_window is not None:
+        window = shape.sliding_window
+        if bidirectional:
+            capped = 2.0 * min(prompt, window)
+        else:
+            capped = float(prompt) if prompt <= window else 2.0 * window - window * window / prompt
+    else:
+        capped = 0.0
+    return round((shape.attention_layers - windowed) * full + windowed * capped)
+
+
 def compute_seconds(flops: float, peak_flops_per_s: float, *, mfu: float = MFU) -> float:
     """Time to execute ``flops`` on hardware with a dense peak of ``peak_flops_per_s`` (s).
 
