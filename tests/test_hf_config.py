@@ -422,3 +422,33 @@ def test_a_hybrid_config_without_its_state_sizes_says_so() -> None:
     sized = sized_config(HfConfig.model_validate(config))
     assert (sized.shape.state_layers, sized.shape.state_bytes_per_layer) == (30, 0)
     assert any("30 linear-attention layers keep no KV cache" in note for note in sized.read.notes)
+
+
+# NVIDIA Nemotron-H-class config (nemotron_h): M a Mamba-2 block, E a mixture of experts, * attention
+NEMOTRON_H_CONFIG: dict[str, Any] = {
+    "model_type": "nemotron_h",
+    "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    "num_hidden_layers": 52,
+    "hidden_size": 2688,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 2,
+    "head_dim": 128,
+    "intermediate_size": 1856,
+    "vocab_size": 131072,
+    "mamba_num_heads": 64,
+    "mamba_head_dim": 64,
+    "ssm_state_size": 128,
+}
+
+
+def test_a_config_with_layers_the_sizing_cannot_size_is_answered_with_a_warning(advisor: Advisor) -> None:
+    """A Mamba hybrid (Nemotron-H's pattern: 6 attention layers of 52) is sized as if every layer
+    attended, so the answer says its KV cache is an upper bound and the Mamba state is not sized; a
+    Gated DeltaNet hybrid, which is sized, gets no such warning."""
+    body = {"workload": {"task": "inference", "hf_config": NEMOTRON_H_CONFIG}}
+    answer = advisor.recommend(RecommendRequest.model_validate(body))
+    said = [w for w in answer.warnings if w.startswith("hf_config describes layers other than attention")]
+    assert len(said) == 1 and "hybrid_override_pattern" in said[0] and "upper bound" in said[0]
+    sized = {"workload": {"task": "inference", "hf_config": HYBRID_TEXT_CONFIG}}
+    answer = advisor.recommend(RecommendRequest.model_validate(sized))
+    assert not [w for w in answer.warnings if "layers other than attention" in w]

@@ -209,6 +209,7 @@ def warnings(
             "give `model` or `architecture` for exact activation and KV-cache figures."
         )
     found.extend(architecture_warnings(job))
+    found.extend(job.config_cautions)
     found.extend(reader_field_warnings(job))
     found.extend(logits_warnings(top, job))
     return found

@@ -59,6 +59,8 @@ class FromHfConfig:
     context_length: int | None = None
     fp16_overflows: bool = False
     """the model type is one whose activations exceed fp16's range (`FP16_OVERFLOWS`)"""
+    cautions: tuple[str, ...] = ()
+    """what the config describes that the sizing cannot size (`_unsized_mixers`), for the warnings"""
 
 
 class _Reader:
@@ -146,6 +148,7 @@ def from_hf_config(config: HfConfig) -> FromHfConfig:
         native_precision=_precision(config, c),
         context_length=positions if isinstance(positions, int) else None,
         fp16_overflows=kind_name in FP16_OVERFLOWS,
+        cautions=_unsized_mixers(r),
     )
 
 
@@ -367,6 +370,29 @@ def _recurrent(r: _Reader, arch: dict[str, object], layers: int, notes: list[str
     window = (kernel if isinstance(kernel, int) else 4) - 1  # Qwen3-Next's and Qwen3.5's kernel: 4
     channels = 2 * key_heads * key_dim + value_heads * value_dim
     arch["state_bytes_per_layer"] = value_heads * key_dim * value_dim * state_bytes + channels * window * 2
+
+
+UNSIZED_MIXER_KEYS = ("hybrid_override_pattern", "layers_block_type", "attn_layer_period", "attn_type_list")
+"""keys of configs whose layers are not all attention nor Gated DeltaNet: Nemotron-H's pattern of Mamba,
+MLP and attention blocks, Jamba's and Granite 4's Mamba layers, MiniMax's lightning attention"""
+UNSIZED_LAYER_TYPES = ("mamba", "conv", "lightning")
+"""`layer_types` entries of such layers (LFM2's short convolutions, Granite 4's Mamba)"""
+
+
+def _unsized_mixers(r: _Reader) -> tuple[str, ...]:
+    """A caution when the config interleaves layers the sizing counts as attention but are recurrent or
+    convolutional: their KV cache and long prompts' attention FLOPs are then overstated."""
+    extra = r.c.model_extra or {}
+    found = [key for key in UNSIZED_MIXER_KEYS if extra.get(key) is not None]
+    types = r.c.layer_types or []
+    found += sorted({t for t in types if any(kind in t for kind in UNSIZED_LAYER_TYPES)})
+    if not found:
+        return ()
+    return (
+        f"hf_config describes layers other than attention ({', '.join(found)}), which the sizing counts as "
+        "attention layers: the KV cache and the attention FLOPs of long prompts here are an upper bound, "
+        "and the state a Mamba or convolution layer keeps is not sized.",
+    )
 
 
 def _precision(config: HfConfig, c: HfConfigKeys) -> str | None:

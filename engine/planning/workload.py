@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from math import ceil
-from typing import Literal
+from typing import Any, Literal
 
 from engine.knowledge.kb import KB
 from engine.models.kb import Architecture as KbArchitecture
@@ -29,7 +29,7 @@ from engine.models.request import (
     Workload,
 )
 from engine.planning.architecture import Contradiction, Filled, complete
-from engine.planning.hf_config import SizedConfig, sized_config
+from engine.planning.hf_config import FromHfConfig, SizedConfig, sized_config
 from engine.sizing import TransformerShape, estimate_dims_from_params, shape_from_architecture
 from engine.sizing.precision import KvCacheDtype
 from engine.sizing.shape import DEFAULT_VOCAB_SIZE
@@ -195,6 +195,8 @@ class Job:
     """the keys of the request's `hf_config` the sizing read"""
     config_notes: tuple[str, ...] = ()
     """what that config left unsaid and was taken from its model_type"""
+    config_cautions: tuple[str, ...] = ()
+    """what that config describes and the sizing does not (layers other than attention it cannot size)"""
     native_precision: str | None = None
     """the precision the model's checkpoint is released in (its KB entry's, or its config's)"""
     fp16_overflows: bool = False
@@ -389,6 +391,20 @@ def utilization_pct(request: RecommendRequest, serving: ServingNeeds | None) -> 
     return (100.0 if always_on else utilization), always_on
 
 
+def _from_config(read: FromHfConfig | None, model: Model | None) -> dict[str, Any]:
+    """The Job's fields that a pasted config, else the KB model, gives: the keys read, the notes and
+    cautions on them, the checkpoint's precision and whether fp16 overflows."""
+    return {
+        "config_used": read.used if read else (),
+        "config_notes": read.notes if read else (),
+        "config_cautions": read.cautions if read else (),
+        "native_precision": (read.native_precision if read else None)
+        or (model.native_precision if model else None),
+        "fp16_overflows": (read is not None and read.fp16_overflows)
+        or (model is not None and model.fp16_overflows),
+    }
+
+
 def job_of(
     request: RecommendRequest,
     model: Model | None,
@@ -437,12 +453,7 @@ def job_of(
         utilization=None if utilization is None else utilization / 100,
         always_on=always_on,
         horizon_hours=horizon_hours,
-        config_used=from_config.used if from_config else (),
-        config_notes=from_config.notes if from_config else (),
-        native_precision=(from_config.native_precision if from_config else None)
-        or (model.native_precision if model else None),
-        fp16_overflows=(from_config is not None and from_config.fp16_overflows)
-        or (model is not None and model.fp16_overflows),
+        **_from_config(from_config, model),
         fused_loss=workload.fused_loss,
         training_stack=workload.training_stack,
         engine=(workload.serving.engine if workload.serving else None) or "vllm",
