@@ -452,3 +452,54 @@ def test_a_config_with_layers_the_sizing_cannot_size_is_answered_with_a_warning(
     sized = {"workload": {"task": "inference", "hf_config": HYBRID_TEXT_CONFIG}}
     answer = advisor.recommend(RecommendRequest.model_validate(sized))
     assert not [w for w in answer.warnings if "layers other than attention" in w]
+
+
+# Qwen3-Next-80B-A3B's config.json as NVIDIA's Megatron-Bridge tests copy it (cited in
+# kb/models/qwen3-next-80b-a3b.yaml): the keys the sizing reads
+QWEN3_NEXT_CONFIG: dict[str, Any] = {
+    "model_type": "qwen3_next",
+    "decoder_sparse_step": 1,
+    "full_attention_interval": 4,
+    "head_dim": 256,
+    "hidden_size": 2048,
+    "intermediate_size": 5120,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32,
+    "linear_value_head_dim": 128,
+    "max_position_embeddings": 262144,
+    "mlp_only_layers": [],
+    "moe_intermediate_size": 512,
+    "num_attention_heads": 16,
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-06,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "vocab_size": 151936,
+}
+
+
+def test_qwen3_next_by_name_and_by_its_config_keeps_the_same_cache(advisor: Advisor, kb: KB) -> None:
+    """Qwen3-Next-80B-A3B named (its Hugging Face repo id) and pasted: 36 Gated DeltaNet layers of 48 with
+    1,097,728 bytes of state a sequence each, and 12 attention layers' 2 x 2 x 256 x 2 bytes a token; a
+    30-request-a-minute service of 20,000-token prompts holds the same cache either way."""
+    model = kb.model_named("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    assert model is not None and model.architecture is not None
+    named = shape_from_architecture(model.architecture.model_dump(), kind=model.kind)
+    pasted = sized_config(HfConfig.model_validate(QWEN3_NEXT_CONFIG)).shape
+    for shape in (named, pasted):
+        assert (shape.state_layers, shape.attention_layers) == (36, 12)
+        assert shape.state_bytes_per_layer == GDN_STATE_BF16
+        assert kv_cache_bytes_per_token(shape) == 12 * 2 * 2 * 256 * 2
+    serving = {"requests_per_min": 30, "avg_input_tokens": 20000, "avg_output_tokens": 500}
+    caches = [
+        advisor.recommend(
+            RecommendRequest.model_validate({"workload": {"task": "inference", **given, "serving": serving}})
+        ).requirements.memory.kv_cache_gb
+        for given in ({"model": "Qwen/Qwen3-Next-80B-A3B-Instruct"}, {"hf_config": QWEN3_NEXT_CONFIG})
+    ]
+    assert caches[0] == caches[1]

@@ -523,6 +523,22 @@ class TransformerDims(Strict):
         return self
 
 
+class LinearAttention(Strict):
+    """Layers that are Gated DeltaNet (linear attention with a fixed state) instead of attention:
+    Qwen3-Next and Qwen3.5 put one in three layers of four (config.json's full_attention_interval and
+    linear_* keys)."""
+
+    layers: Annotated[int, Field(ge=1, le=1000)] = Field(description="how many layers are linear attention")
+    key_heads: Annotated[int, Field(ge=1, le=10_000)] = Field(description="linear_num_key_heads")
+    value_heads: Annotated[int, Field(ge=1, le=10_000)] = Field(description="linear_num_value_heads")
+    key_head_dim: Annotated[int, Field(ge=1, le=10_000)] = Field(description="linear_key_head_dim")
+    value_head_dim: Annotated[int, Field(ge=1, le=10_000)] = Field(description="linear_value_head_dim")
+    conv_kernel: Annotated[int, Field(ge=1, le=100)] = Field(4, description="linear_conv_kernel_dim")
+    state_dtype: Literal["bf16", "fp32"] = Field(
+        "bf16", description="the recurrent state's dtype as served (config mamba_ssm_dtype)"
+    )
+
+
 class Architecture(TransformerDims):
     """Published transformer hyper-parameters (the model's config), enough to count parameters
     and size activations and the KV cache."""
@@ -597,6 +613,9 @@ class Architecture(TransformerDims):
         description="parameters outside the language transformer described here (a vision encoder and "
         "projector): held in memory, not run per token",
     )
+    linear_attention: LinearAttention | None = Field(
+        None, description="hybrid models: the layers that keep a recurrent state instead of a KV cache"
+    )
 
     @model_validator(mode="after")
     def _latent_attention(self) -> Architecture:
@@ -627,6 +646,8 @@ class Architecture(TransformerDims):
             raise ValueError("moe_intermediate_size, moe_layers and n_shared_experts need n_experts")
         if self.moe_layers is not None and self.moe_layers > self.n_layers:
             raise ValueError("moe_layers cannot exceed n_layers")
+        if self.linear_attention is not None and self.linear_attention.layers > self.n_layers:
+            raise ValueError("linear_attention.layers cannot exceed n_layers")
         return self
 
 

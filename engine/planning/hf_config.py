@@ -340,10 +340,9 @@ STATE_LAYER_TYPES = frozenset({"linear_attention"})
 
 def _recurrent(r: _Reader, arch: dict[str, object], layers: int, notes: list[str]) -> None:
     """The layers that keep a fixed-size state in place of a KV cache (Qwen3-Next and Qwen3.5's Gated
-    DeltaNet: `layer_types` linear_attention, or all but every `full_attention_interval`-th layer), and
-    that state's bytes a sequence: each value head's key x value matrix (the recurrence's S, Yang et al.
-    2024, Gated Delta Networks, arXiv 2412.06464) in `mamba_ssm_dtype`, and the short convolution's last
-    kernel - 1 inputs of the q, k and v channels in 16 bits (vLLM's conv and SSM state caches)."""
+    DeltaNet: `layer_types` linear_attention, or all but every `full_attention_interval`-th layer) with
+    the head counts and widths that size the state (`linear_attention`, the KB's form:
+    engine/sizing/recurrent_state.py), its dtype `mamba_ssm_dtype`."""
     take = r.take
     types = take("layer_types")
     interval = take("full_attention_interval")
@@ -355,10 +354,10 @@ def _recurrent(r: _Reader, arch: dict[str, object], layers: int, notes: list[str
         return
     if not state_layers:
         return
-    arch["state_layers"] = state_layers
     names = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim")
     dims = [take(name) for name in names]
     if not all(isinstance(v, int) for v in dims):
+        arch["state_layers"] = state_layers
         notes.append(
             f"{state_layers} linear-attention layers keep no KV cache; without {', '.join(names)} their "
             "state is not sized"
@@ -366,10 +365,15 @@ def _recurrent(r: _Reader, arch: dict[str, object], layers: int, notes: list[str
         return
     key_heads, value_heads, key_dim, value_dim = (int(str(v)) for v in dims)
     kernel = take("linear_conv_kernel_dim")
-    state_bytes = 4 if take("mamba_ssm_dtype") == "float32" else 2
-    window = (kernel if isinstance(kernel, int) else 4) - 1  # Qwen3-Next's and Qwen3.5's kernel: 4
-    channels = 2 * key_heads * key_dim + value_heads * value_dim
-    arch["state_bytes_per_layer"] = value_heads * key_dim * value_dim * state_bytes + channels * window * 2
+    arch["linear_attention"] = {
+        "layers": state_layers,
+        "key_heads": key_heads,
+        "value_heads": value_heads,
+        "key_head_dim": key_dim,
+        "value_head_dim": value_dim,
+        "conv_kernel": kernel if isinstance(kernel, int) else 4,  # Qwen3-Next's and Qwen3.5's
+        "state_dtype": "fp32" if take("mamba_ssm_dtype") == "float32" else "bf16",
+    }
 
 
 UNSIZED_MIXER_KEYS = ("hybrid_override_pattern", "layers_block_type", "attn_layer_period", "attn_type_list")

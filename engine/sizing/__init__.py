@@ -78,6 +78,7 @@ from engine.sizing.precision import (
     weight_bits_per_param,
     weight_bytes_per_param,
 )
+from engine.sizing.recurrent_state import gated_delta_net_state_bytes
 from engine.sizing.serving import (
     fleet_gpus,
     fleet_gpus_for_latency,
@@ -156,6 +157,7 @@ __all__ = [
     "fleet_gpus",
     "fleet_gpus_for_latency",
     "forward_flops_per_token",
+    "gated_delta_net_state_bytes",
     "gb_to_bytes",
     "gpu_hours",
     "inference_memory_bytes",

@@ -26,6 +26,7 @@ from engine.sizing._checks import (
     check_positive,
     check_positive_int,
 )
+from engine.sizing.recurrent_state import gated_delta_net_state_bytes
 
 __all__ = [
     "DEFAULT_VOCAB_SIZE",
@@ -347,11 +348,28 @@ def _experts_and_attention_variants(arch: Mapping[str, object]) -> dict[str, Any
         "q_lora_rank": _optional_int(arch, "q_lora_rank"),
         "qk_rope_head_dim": _optional_int(arch, "qk_rope_head_dim"),
         "v_head_dim": _optional_int(arch, "v_head_dim"),
-        "state_layers": check_non_negative_int("state_layers", arch.get("state_layers") or 0),
-        "state_bytes_per_layer": check_non_negative_int(
-            "state_bytes_per_layer", arch.get("state_bytes_per_layer") or 0
-        ),
+        **_linear_attention(arch),
     }
+
+
+def _linear_attention(arch: Mapping[str, object]) -> dict[str, int]:
+    """A hybrid's Gated DeltaNet layers (the KB's `linear_attention`: layers, head counts and widths,
+    kernel, state dtype) as the shape's state layers and their state's bytes a sequence; a bare
+    `state_layers` (a pasted config that does not give the widths) leaves the state unsized."""
+    linear = arch.get("linear_attention")
+    if not isinstance(linear, Mapping):
+        layers = arch.get("state_layers")
+        return {} if layers is None else {"state_layers": check_non_negative_int("state_layers", layers)}
+    state = gated_delta_net_state_bytes(
+        linear["key_heads"],
+        linear["value_heads"],
+        linear["key_head_dim"],
+        linear["value_head_dim"],
+        conv_kernel=linear.get("conv_kernel") or 4,
+        state_bytes=4 if linear.get("state_dtype") == "fp32" else 2,
+    )
+    layers = check_positive_int("linear_attention.layers", linear["layers"])
+    return {"state_layers": layers, "state_bytes_per_layer": state}
 
 
 DEFAULT_VOCAB_SIZE = 32_000

@@ -1,0 +1,37 @@
+"""The fixed-size state of a recurrent layer (linear attention) per sequence: what a hybrid model's
+Gated DeltaNet layers hold in place of a KV cache, whatever the context's length."""
+
+from __future__ import annotations
+
+from engine.sizing._checks import check_positive_int
+
+__all__ = ["gated_delta_net_state_bytes"]
+
+
+def gated_delta_net_state_bytes(
+    key_heads: int,
+    value_heads: int,
+    key_head_dim: int,
+    value_head_dim: int,
+    *,
+    conv_kernel: int = 4,
+    state_bytes: int = 2,
+) -> int:
+    """One Gated DeltaNet layer's state per sequence (bytes), as vLLM keeps it (vllm/model_executor/
+    layers/mamba/mamba_utils.py, `MambaStateShapeCalculator.gated_delta_net_state_shape`):
+    the recurrence's matrix, ``value_heads x value_head_dim x key_head_dim`` values in ``state_bytes``
+    (Yang et al. 2024, Gated Delta Networks, arXiv 2412.06464), and the short convolution's last
+    ``conv_kernel - 1`` inputs of its q, k and v channels, ``2 x key_heads x key_head_dim + value_heads x
+    value_head_dim``, in 16 bits. Qwen3.5's default (16 key and 32 value heads of 128, kernel 4), bf16:
+    524,288 + 24,576 values, 1,097,728 bytes."""
+    values = check_positive_int("value_heads", value_heads) * check_positive_int(
+        "value_head_dim", value_head_dim
+    )
+    channels = (
+        2 * check_positive_int("key_heads", key_heads) * check_positive_int("key_head_dim", key_head_dim)
+    )
+    window = check_positive_int("conv_kernel", conv_kernel) - 1
+    return (
+        values * key_head_dim * check_positive_int("state_bytes", state_bytes)
+        + (channels + values) * window * 2
+    )
