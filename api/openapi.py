@@ -165,7 +165,8 @@ def kb_aware_openapi(app: FastAPI, kb: KB) -> dict[str, Any]:
         tags=app.openapi_tags,
     )
     schemas = document.get("components", {}).get("schemas", {})
-    _enum(schemas.get("Workload", {}), "model", sorted(kb.models))
+    # the models the advisor sizes: a convolutional network, named, is a 422 (engine/planning/workload.py)
+    _enum(schemas.get("Workload", {}), "model", sorted(m.id for m in kb.models.values() if m.sized))
     _enum(schemas.get("HardwareCount", {}), "gpu", sorted(kb.gpus))
     _enum(schemas.get("OwnedHardware", {}), "gpu", sorted(kb.gpus))
     _enum(schemas.get("Choice", {}), "gpu", sorted(kb.gpus))

@@ -98,7 +98,7 @@ async def _soak(calls: int, seed: int) -> dict[str, Any]:
     app = create_app(advisor=advisor)
     rng = random.Random(seed)
     # a convolutional network is refused (422): the soak asks about the models the advisor sizes
-    models = sorted(m.id for m in advisor.kb.models.values() if m.kind != "cnn")
+    models = sorted(m.id for m in advisor.kb.models.values() if m.sized)
     gpus = sorted(advisor.kb.gpus)
     statuses: dict[int, int] = {}
     latency: dict[str, list[float]] = {}

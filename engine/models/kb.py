@@ -697,6 +697,12 @@ class Model(Entity):
         description="published hyper-parameters; absent: layer sizes are estimated from the parameter count",
     )
 
+    @property
+    def sized(self) -> bool:
+        """The advisor sizes it: a transformer, whose memory and speed go by the token (a convolutional
+        network's go by the image, which no formula here counts)."""
+        return self.kind != "cnn"
+
 
 KIND_MODELS: dict[str, type[Entity]] = {
     "gpus": Gpu,

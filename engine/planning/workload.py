@@ -293,7 +293,7 @@ def named_model(workload: Workload, kb: KB) -> Model | None:
     model = kb.model_named(workload.model)
     if model is None:
         raise UnknownReference(("workload", "model"), unknown_model(kb, workload.model))
-    if model.kind == "cnn":
+    if not model.sized:
         # Its memory is activations per image and its speed images a second, from its convolutions'
         # FLOPs; sized as a transformer of its parameter count, ResNet-50 was "trained" on 100M tokens
         # in 0.3 h on a V100, where ImageNet's 90 epochs take days.
