@@ -400,6 +400,9 @@ def test_a_hybrid_configs_linear_attention_layers_keep_a_state_not_a_kv_cache(
     # the state kept in float32, as Qwen3.5's configs ask (mamba_ssm_dtype)
     fp32 = sized_config(HfConfig.model_validate({**config, "mamba_ssm_dtype": "float32"})).shape
     assert fp32.state_bytes_per_layer == GDN_STATE_BF16 + 32 * 128 * 128 * 2
+    # without linear_conv_kernel_dim, the kernel of 4 these models use
+    unstated = {k: v for k, v in config.items() if k != "linear_conv_kernel_dim"}
+    assert sized_config(HfConfig.model_validate(unstated)).shape.state_bytes_per_layer == GDN_STATE_BF16
 
 
 def test_a_hybrid_configs_long_prompt_service_is_sized_on_its_attention_layers(advisor: Advisor) -> None:

@@ -371,7 +371,7 @@ def _recurrent(r: _Reader, arch: dict[str, object], layers: int, notes: list[str
         "value_heads": value_heads,
         "key_head_dim": key_dim,
         "value_head_dim": value_dim,
-        "conv_kernel": kernel if isinstance(kernel, int) else 4,  # Qwen3-Next's and Qwen3.5's
+        **({"conv_kernel": kernel} if isinstance(kernel, int) else {}),  # absent: the shape's default
         "state_dtype": "fp32" if take("mamba_ssm_dtype") == "float32" else "bf16",
     }
 

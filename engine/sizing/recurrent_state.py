@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from engine.sizing._checks import check_positive_int
 
-__all__ = ["gated_delta_net_state_bytes"]
+__all__ = ["DEFAULT_CONV_KERNEL", "gated_delta_net_state_bytes"]
+
+DEFAULT_CONV_KERNEL = 4
+"""The short convolution's length when a config leaves `linear_conv_kernel_dim` out: Qwen3-Next's and
+Qwen3.5's (and the KB schema's default)."""
 
 
 def gated_delta_net_state_bytes(
@@ -14,7 +18,7 @@ def gated_delta_net_state_bytes(
     key_head_dim: int,
     value_head_dim: int,
     *,
-    conv_kernel: int = 4,
+    conv_kernel: int = DEFAULT_CONV_KERNEL,
     state_bytes: int = 2,
 ) -> int:
     """One Gated DeltaNet layer's state per sequence (bytes), as vLLM keeps it (vllm/model_executor/

@@ -26,7 +26,7 @@ from engine.sizing._checks import (
     check_positive,
     check_positive_int,
 )
-from engine.sizing.recurrent_state import gated_delta_net_state_bytes
+from engine.sizing.recurrent_state import DEFAULT_CONV_KERNEL, gated_delta_net_state_bytes
 
 __all__ = [
     "DEFAULT_VOCAB_SIZE",
@@ -365,7 +365,7 @@ def _linear_attention(arch: Mapping[str, object]) -> dict[str, int]:
         linear["value_heads"],
         linear["key_head_dim"],
         linear["value_head_dim"],
-        conv_kernel=linear.get("conv_kernel") or 4,
+        conv_kernel=linear.get("conv_kernel", DEFAULT_CONV_KERNEL),
         state_bytes=4 if linear.get("state_dtype") == "fp32" else 2,
     )
     layers = check_positive_int("linear_attention.layers", linear["layers"])
