@@ -380,7 +380,7 @@ class Advisor:
             "requirements": needs.requirements,
             "trace": trace(outcome, self.rules_by_id, cited),
             "warnings": warnings(job, policy, top, overruled=overruled, first=first) + prices,
-            "assumptions": assumptions(job, policy, needs.workload_assumptions),
+            "assumptions": assumptions(job, policy, needs.workload_assumptions, top),
         }
 
     def facts(self, request: RecommendRequest, job: Job) -> dict[str, Scalar]:

@@ -310,3 +310,27 @@ def test_a_serving_plan_leaves_its_sizing_error_unfilled_in_the_engines_budget(a
     fit = answer.target_fit
     assert fit is not None and not fit.fits and fit.reported_gb == 21.5
     assert "of which vllm takes 19.3 GB and a plan 18.4 GB" in fit.why
+
+
+@pytest.mark.parametrize(("precision", "measured"), [("bf16", 40.53), ("int8", 61.41)])
+def test_llama_cpp_decode_on_an_m2_ultra(kb: KB, precision: str, measured: float) -> None:
+    """llama.cpp's Metal back end on an M2 Ultra (76-core GPU, 800 GB/s), Llama-2-7B at batch 1: 40.53
+    tokens/s in f16 (12.55 GiB) and 61.41 in Q8_0 (6.67 GiB), llama-bench tg 64 (ggerganov, M2 Ultra
+    table, ggml-org/llama.cpp PR 2891). A Mac serves with llama.cpp or MLX, not the CUDA engines, and
+    the answer's figures for it come from the same bandwidth model."""
+    serving = {"avg_input_tokens": 16, "avg_output_tokens": 64}
+    workload = {"task": "inference", "model": "llama-2-7b", "serving": serving}
+    speed = _speed(kb, workload, "apple-m2-ultra-192gb", Layout("inference", precision))
+    assert speed.tokens_per_s == pytest.approx(measured, rel=0.35)
+
+
+def test_a_mac_answer_names_the_engine_a_mac_serves_with(advisor: Advisor) -> None:
+    """vLLM's GPU install page lists CUDA, ROCm and XPU back ends: an answer that shows a Mac says what
+    its figures assume there, and an answer of data-centre rentals does not."""
+    served = {"task": "inference", "model": "llama-3-1-8b"}
+    mac = _answer(advisor, {"workload": served, "constraints": {"os": "macos"}})
+    assert any(r.gpu.startswith("apple-") for r in mac.recommendations)
+    assert "llama.cpp" in str(mac.assumptions["serving_engine_apple_silicon"])
+    rented = _answer(advisor, {"workload": served, "constraints": {"acquisition": "rent"}})
+    assert all(not r.gpu.startswith("apple-") for r in rented.recommendations)
+    assert "serving_engine_apple_silicon" not in rented.assumptions

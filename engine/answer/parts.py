@@ -319,11 +319,14 @@ def conventions_used(job: Job) -> list[str]:
     return used
 
 
-def assumptions(job: Job, policy: Policy, filled_in: Mapping[str, float | str]) -> dict[str, float | str]:
+def assumptions(
+    job: Job, policy: Policy, filled_in: Mapping[str, float | str], top: Sequence[Ranked] = ()
+) -> dict[str, float | str]:
     """The assumptions behind the figures, with `filled_in` (planning's `workload_assumptions`: the
-    needs the request left open). The sizing's defaults are listed less those the plans replace: the
-    share of peak FLOPS and of bandwidth come from the training stack and the serving engine, and
-    serving memory from the engine's budget rather than 1.2 x the weights."""
+    needs the request left open) and what the options shown (`top`) run on. The sizing's defaults are
+    listed less those the plans replace: the share of peak FLOPS and of bandwidth come from the training
+    stack and the serving engine, and serving memory from the engine's budget rather than 1.2 x the
+    weights."""
     values = {c.name: c.value for c in CONVENTIONS}
     found: dict[str, float | str] = {name: values[name] for name in conventions_used(job)}
     if job.task != "inference":
@@ -353,7 +356,27 @@ def assumptions(job: Job, policy: Policy, filled_in: Mapping[str, float | str]) 
         )
     if job.utilization is None:
         found["default_utilization_pct"] = DEFAULT_UTILIZATION * 100
+    found.update(apple_silicon_engine(job, top))
     return found
+
+
+APPLE_SILICON_PLATFORMS = frozenset({"mps", "mlx"})
+APPLE_SILICON_ENGINE = (
+    "llama.cpp (Metal) or MLX: vLLM and SGLang have no Metal back end, so a Mac serves with these. "
+    "Decode is figured with the same bandwidth model, held to llama.cpp on an M2 Ultra: Llama-2-7B at "
+    "40.5 tokens/s in f16 and 61.4 in 8 bits (ggml-org/llama.cpp PR 2891)"
+)
+"""tests/test_published_serving.py holds the model to both figures"""
+
+
+def apple_silicon_engine(job: Job, top: Sequence[Ranked]) -> dict[str, str]:
+    """What a served model's Apple silicon options run on: the `serving_engine` assumption names a CUDA
+    engine, which does not run on a Mac's GPU (vLLM's GPU install page lists CUDA, ROCm and XPU)."""
+    if job.task != "inference" or job.reads_only:
+        return {}
+    if not any(r.candidate.option.platform in APPLE_SILICON_PLATFORMS for r in top):
+        return {}
+    return {"serving_engine_apple_silicon": APPLE_SILICON_ENGINE}
 
 
 def architecture_warnings(job: Job) -> list[str]:
