@@ -506,3 +506,47 @@ def test_qwen3_next_by_name_and_by_its_config_keeps_the_same_cache(advisor: Advi
         for given in ({"model": "Qwen/Qwen3-Next-80B-A3B-Instruct"}, {"hf_config": QWEN3_NEXT_CONFIG})
     ]
     assert caches[0] == caches[1]
+
+
+# Qwen3.5-27B's text config as NVIDIA's Megatron-Bridge tests copy it (cited in kb/models/qwen3-5-27b.yaml)
+QWEN3_5_27B_TEXT_CONFIG: dict[str, Any] = {
+    "model_type": "qwen3_5_text",
+    "attn_output_gate": True,
+    "full_attention_interval": 4,
+    "head_dim": 256,
+    "hidden_size": 5120,
+    "intermediate_size": 17408,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 48,
+    "linear_value_head_dim": 128,
+    "max_position_embeddings": 262144,
+    "num_attention_heads": 24,
+    "num_hidden_layers": 64,
+    "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06,
+    "tie_word_embeddings": False,
+    "vocab_size": 248320,
+}
+
+
+def test_a_gated_deltanet_hybrid_counts_its_own_parameters(kb: KB) -> None:
+    """Qwen3.5-27B's language model is 26,895,998,464 parameters summed from its weight shapes (MaxText
+    hf_shape.py, kb/models/qwen3-5-27b.yaml): 48 Gated DeltaNet layers of 115,876,064 token-mixer weights
+    (transformers' Qwen3NextGatedDeltaNet: in_proj_qkvz, in_proj_ba, conv1d, A_log, dt_bias, norm,
+    out_proj) and 16 attention layers whose q_proj carries an output gate. Counting the hybrid's layers as
+    plain attention gave 24.35B, 9.5% short, and its weights' memory with it. Named or pasted, the same."""
+    model = kb.model_named("Qwen/Qwen3.5-27B")
+    assert model is not None and model.architecture is not None
+    named = shape_from_architecture(model.architecture.model_dump(), kind=model.kind)
+    pasted = sized_config(HfConfig.model_validate({"text_config": QWEN3_5_27B_TEXT_CONFIG})).shape
+    for shape in (named, pasted):
+        assert shape.state_params_per_layer == 115_876_064
+        assert total_params(shape) == 26_895_998_464
+    next_named = kb.model_named("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    assert next_named is not None and next_named.architecture is not None
+    next_shape = shape_from_architecture(next_named.architecture.model_dump(), kind=next_named.kind)
+    # Qwen3-Next's config has no attn_output_gate: its model_type says its attention is gated
+    assert next_shape.attention_output_gate
+    assert sized_config(HfConfig.model_validate(QWEN3_NEXT_CONFIG)).shape.attention_output_gate

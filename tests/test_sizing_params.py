@@ -60,9 +60,13 @@ ACTIVE_WITHOUT_INPUT_EMBEDDINGS = {
 ACTIVE_TOLERANCE = {
     # 2.45B computed without the input embeddings against a card that rounds to one decimal (2.4B): 2.1%.
     "deepseek-v2-lite": 0.025,
-    # The Qwen3-Next card rounds to the whole billion ("80B in total and 3B activated"); its shapes give
-    # 3.24B with both embedding tables, its Gated DeltaNet projections counted as attention's (8%).
-    "qwen3-next-80b-a3b": 0.1,
+    # Qwen3-Next and Qwen3.5-35B-A3B: "A3B" is the name's round figure. Counted module by module (their Gated
+    # DeltaNet layers and gated q_proj as transformers builds them), the shapes give 3.87B and 3.45B per token
+    # with both embedding tables; Qwen3.5-397B-A17B and 122B-A10B come within 2.1% and 2.3% of their cards.
+    "qwen3-next-80b-a3b": 0.3,
+    "qwen3-5-35b-a3b": 0.16,
+    "qwen3-5-122b-a10b": 0.025,
+    "qwen3-5-397b-a17b": 0.025,
 }
 
 

@@ -581,6 +581,11 @@ class Architecture(TransformerDims):
     qk_norm: bool = Field(
         False, description="an RMSNorm over head_dim on queries and keys in every layer (Qwen3, Gemma 3)"
     )
+    attention_output_gate: bool = Field(
+        False,
+        description="gated attention (Qwen3-Next, Qwen3.5; config attn_output_gate): the query projection "
+        "also yields a sigmoid gate per query channel, twice as wide",
+    )
     moe_intermediate_size: Annotated[int, Field(ge=1)] | None = Field(
         None,
         description="MoE: width of each expert when it differs from the dense MLP; intermediate_size is then "

@@ -306,6 +306,9 @@ class HfConfigKeys(RequestModel):
     linear_key_head_dim: int | None = _size(10_000, "Gated DeltaNet: width of a key head")
     linear_value_head_dim: int | None = _size(10_000, "Gated DeltaNet: width of a value head")
     linear_conv_kernel_dim: int | None = _size(100, "Gated DeltaNet: the short convolution's length")
+    attn_output_gate: bool | None = Field(
+        None, description="Qwen3.5: gated attention, a query projection twice as wide (absent: Qwen3-Next's)"
+    )
     mamba_ssm_dtype: Annotated[str, Field(max_length=30)] | None = Field(
         None, description="the recurrent state's dtype (float32: 4 bytes; absent: 16-bit)"
     )

@@ -26,7 +26,10 @@ LEARNED_POSITIONS = {**dict.fromkeys(ENCODERS, 512), "gpt2": 1024, "opt": 2048}
 max_position_embeddings out: the default of the model's transformers config class (BertConfig,
 RobertaConfig, XLMRobertaConfig, DistilBertConfig, ElectraConfig, MPNetConfig, CamembertConfig:
 512; GPT2Config.n_positions: 1024; OPTConfig: 2048), which is what transformers loads such a file with"""
-QK_NORM = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"})
+QWEN_HYBRIDS = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"})
+"""Gated DeltaNet hybrids whose attention layers are gated (transformers' `Qwen3NextAttention`: `q_proj`
+is twice the query width); Qwen3.5's configs say so in `attn_output_gate`, Qwen3-Next's do not"""
+QK_NORM = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2", *QWEN_HYBRIDS})
 """an RMSNorm over each head's queries and keys (`q_norm`, `k_norm` in the modelling code)"""
 FOUR_NORMS = frozenset({"gemma2", "gemma3", "gemma3_text"})
 """pre and post norms around attention and the MLP"""
@@ -199,6 +202,9 @@ def _layer_extras(r: _Reader, arch: dict[str, object], kind_name: str, encoder: 
         arch["pooler"] = kind_name in ("bert", "roberta", "xlm-roberta", "camembert", "electra")
     if kind_name in QK_NORM:
         arch["qk_norm"] = True
+    gate = r.take("attn_output_gate")
+    if gate is True or (gate is None and kind_name in QWEN_HYBRIDS):
+        arch["attention_output_gate"] = True
     if kind_name in FOUR_NORMS:
         arch["norms_per_layer"] = 4
     cap = (r.c.model_extra or {}).get("final_logit_softcapping")  # Gemma 2: 30.0; its memory in training

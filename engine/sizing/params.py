@@ -40,6 +40,7 @@ __all__ = [
     "non_embedding_params",
     "norm_params_per_layer",
     "router_params_per_layer",
+    "state_mixer_correction",
     "total_params",
 ]
 
@@ -52,14 +53,15 @@ def attention_params_per_layer(shape: TransformerShape) -> int:
     """Attention parameters in one layer (count).
 
     Formula: ``h*q + 2*h*k + q*h`` + ``(q + 2k)`` if ``qkv_bias`` + ``h`` if ``o_bias``, with
-    ``q = n_heads*head_dim`` and ``k = n_kv_heads*head_dim`` (GQA: K and V have ``n_kv_heads`` heads).
+    ``q = n_heads*head_dim`` and ``k = n_kv_heads*head_dim`` (GQA: K and V have ``n_kv_heads`` heads),
+    plus ``h*q`` for gated attention's output gate (Qwen3-Next's ``q_proj`` is ``h x 2q``).
     Multi-head latent attention is counted by :func:`mla_attention_params_per_layer`.
     Source: Ainslie et al. 2023, GQA (arXiv 2305.13245), Sec. 2.
     """
     if shape.is_mla:
         return mla_attention_params_per_layer(shape)
     h, q, k = shape.hidden_size, shape.q_dim, shape.kv_dim
-    weights = h * q + 2 * h * k + q * h
+    weights = h * q + 2 * h * k + q * h + (h * q if shape.attention_output_gate else 0)
     biases = (q + 2 * k if shape.qkv_bias else 0) + (h if shape.o_bias else 0)
     return weights + biases
 
@@ -148,11 +150,23 @@ def dense_layer_params(shape: TransformerShape) -> int:
     return attention_params_per_layer(shape) + dense_mlp_params(shape) + norm_params_per_layer(shape)
 
 
+def state_mixer_correction(shape: TransformerShape) -> int:
+    """What a hybrid's recurrent layers hold beyond the attention each per-layer count assumes (count,
+    negative when less): ``state_layers x (state_params_per_layer - attention - QK norms)``. A Gated
+    DeltaNet layer has no QK norms and its own projections (engine/sizing/recurrent_state.py); 0 when
+    the state layers' widths are unknown and they are counted as attention."""
+    if not shape.state_layers or not shape.state_params_per_layer:
+        return 0
+    attention = attention_params_per_layer(shape) + (2 * shape.head_dim if shape.qk_norm else 0)
+    return shape.state_layers * (shape.state_params_per_layer - attention)
+
+
 def _stack_params(shape: TransformerShape, *, active: bool) -> int:
+    mixers = state_mixer_correction(shape)
     if not shape.is_moe:
-        return shape.n_layers * dense_layer_params(shape)
+        return shape.n_layers * dense_layer_params(shape) + mixers
     moe = shape.n_moe_layers * layer_params(shape, active=active)
-    return moe + shape.n_dense_layers * dense_layer_params(shape)
+    return moe + shape.n_dense_layers * dense_layer_params(shape) + mixers
 
 
 def input_embedding_params(shape: TransformerShape) -> int:
@@ -241,9 +255,9 @@ def linear_weight_params(shape: TransformerShape) -> int:
         latent_norms = (shape.q_lora_rank or 0) + (shape.kv_lora_rank or 0)
         attention = mla_attention_params_per_layer(shape) - latent_norms
     else:
-        attention = h * q + 2 * h * k + q * h
+        attention = h * q + 2 * h * k + q * h + (h * q if shape.attention_output_gate else 0)
     matrices = 3 if shape.mlp == "gated" else 2
     dense = shape.n_dense_layers * matrices * h * shape.intermediate_size
     experts_per_layer = shape.n_experts + shape.n_shared_experts
     experts = shape.n_moe_layers * experts_per_layer * matrices * h * shape.expert_size
-    return shape.n_layers * attention + dense + experts
+    return shape.n_layers * attention + dense + experts + state_mixer_correction(shape)

@@ -26,7 +26,11 @@ from engine.sizing._checks import (
     check_positive,
     check_positive_int,
 )
-from engine.sizing.recurrent_state import DEFAULT_CONV_KERNEL, gated_delta_net_state_bytes
+from engine.sizing.recurrent_state import (
+    DEFAULT_CONV_KERNEL,
+    gated_delta_net_params,
+    gated_delta_net_state_bytes,
+)
 
 __all__ = [
     "DEFAULT_VOCAB_SIZE",
@@ -124,10 +128,16 @@ class TransformerShape:
     state_layers: int = 0
     """Layers that keep a fixed-size recurrent state in place of attention over the context: linear
     attention (Qwen3-Next and Qwen3.5's Gated DeltaNet, three layers in four) or Mamba. They cache no
-    keys and values and do no quadratic attention; their projections are counted as attention's."""
+    keys and values and do no quadratic attention; their parameters are `state_params_per_layer`."""
     state_bytes_per_layer: int = 0
     """Bytes of one such layer's state per sequence, as a serving engine keeps it (Gated DeltaNet: the
     value heads' key x value matrices, plus the short convolution's last inputs)."""
+    state_params_per_layer: int = 0
+    """Parameters of one such layer's token mixer in place of attention's (Gated DeltaNet: its projections,
+    convolution, gates and norm); 0 counts them as an attention layer's (a config without the widths)."""
+    attention_output_gate: bool = False
+    """Gated attention (Qwen3-Next, Qwen3.5; config `attn_output_gate`): the query projection also yields
+    a sigmoid gate for each query channel, so it is ``h x 2q`` wide."""
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim", "intermediate_size"):
@@ -153,6 +163,9 @@ class TransformerShape:
         self._check_moe_and_mla()
         check_non_negative_int("state_layers", self.state_layers)
         check_non_negative_int("state_bytes_per_layer", self.state_bytes_per_layer)
+        check_non_negative_int("state_params_per_layer", self.state_params_per_layer)
+        if not isinstance(self.attention_output_gate, bool):
+            raise ValueError(f"attention_output_gate must be a bool, got {self.attention_output_gate!r}")
         if self.state_layers > self.n_layers:
             raise ValueError(f"state_layers ({self.state_layers}) cannot exceed n_layers ({self.n_layers})")
         if self.sliding_window is not None:
@@ -319,6 +332,7 @@ def shape_from_architecture(arch: Mapping[str, object], *, kind: str = "decoder"
         type_vocab_size=check_non_negative_int("type_vocab_size", arch.get("type_vocab_size", 0)),
         pooler=bool(arch.get("pooler", False)),
         qk_norm=bool(arch.get("qk_norm", False)),
+        attention_output_gate=bool(arch.get("attention_output_gate", False)),
         final_logit_softcapping=_optional_positive_float(arch, "final_logit_softcapping"),
         extra_params=check_non_negative_int("extra_params_count", arch.get("extra_params_count") or 0),
         **_experts_and_attention_variants(arch),
@@ -368,8 +382,16 @@ def _linear_attention(arch: Mapping[str, object]) -> dict[str, int]:
         conv_kernel=linear.get("conv_kernel", DEFAULT_CONV_KERNEL),
         state_bytes=4 if linear.get("state_dtype") == "fp32" else 2,
     )
+    params = gated_delta_net_params(
+        _int_field(arch, "hidden_size"),
+        linear["key_heads"],
+        linear["value_heads"],
+        linear["key_head_dim"],
+        linear["value_head_dim"],
+        conv_kernel=linear.get("conv_kernel", DEFAULT_CONV_KERNEL),
+    )
     layers = check_positive_int("linear_attention.layers", linear["layers"])
-    return {"state_layers": layers, "state_bytes_per_layer": state}
+    return {"state_layers": layers, "state_bytes_per_layer": state, "state_params_per_layer": params}
 
 
 DEFAULT_VOCAB_SIZE = 32_000
