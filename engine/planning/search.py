@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import NamedTuple
 
 from engine.knowledge.graph import KBGraph
@@ -38,6 +39,8 @@ LIST_CACHE_BYTES = 8 * 2**20
 """each cache of what is built from shared options (lists, price groups, screens)"""
 VERDICT_BYTES = 1024
 """a cached verdict on a context's price groups: its key (a context and a few tests) and entry"""
+Parts = tuple[tuple[Option, ...], ...]
+"""a context's options as the tuples they were made in: each GPU's bought and rented, and owned"""
 Measure = Callable[[Candidate, str, float | None], float]
 """an objective's measure of a candidate, lower is better (`ranking.measure`)"""
 
@@ -98,8 +101,8 @@ class Searcher:
         # are made once per GPU and what they depend on (`bought_key`, `rented_key`); everything
         # else holds references to them.
         self._slices: BoundedCache[tuple[object, ...], Slice] = BoundedCache(SLICE_CACHE_BYTES, _weigh_slice)
-        self._options: BoundedCache[tuple[Context, int | None], tuple[Option, ...]] = BoundedCache(
-            LIST_CACHE_BYTES, weigh_references
+        self._options: BoundedCache[tuple[Context, int | None], tuple[tuple[Option, ...], ...]] = (
+            BoundedCache(LIST_CACHE_BYTES, _weigh_parts)
         )
         self._groups: BoundedCache[tuple[Context, int | None], Grouped] = BoundedCache(
             LIST_CACHE_BYTES, _weigh_grouped
@@ -245,18 +248,21 @@ class Searcher:
 
     def options(self, ctx: Context, gpu_count: int | None) -> tuple[Option, ...]:
         """The options for a context, in `candidates.options`' order, assembled from the options of
-        each GPU (each part made once per what it depends on)."""
-        return self._options.get_or_make((ctx, gpu_count), lambda: self._assembled(ctx, gpu_count))
+        each GPU (each part made once per what it depends on). The cache keeps the context's parts,
+        not one tuple of their options: a full garbage collection walks every reference the cache
+        holds, and a tuple of a thousand options per context made the mixed soak's collections walk a
+        million (bench/mixed_soak.py)."""
+        parts = self._options.get_or_make((ctx, gpu_count), lambda: self._assembled(ctx, gpu_count))
+        return tuple(chain.from_iterable(parts))
 
-    def _assembled(self, ctx: Context, gpu_count: int | None) -> tuple[Option, ...]:
-        found: list[Option] = []
+    def _assembled(self, ctx: Context, gpu_count: int | None) -> Parts:
+        found: list[tuple[Option, ...]] = []
         for gpu in self._gpus:
             named = named_counts(ctx, gpu.id, gpu_count)
             if ctx.owned or ctx.your_computer:
-                found.extend(owned_options(self.graph, ctx, gpu, named))
-            for part in self._parts(ctx, gpu, named):
-                found += part.options
-        return tuple(found)
+                found.append(tuple(owned_options(self.graph, ctx, gpu, named)))
+            found.extend(part.options for part in self._parts(ctx, gpu, named))
+        return tuple(part for part in found if part)
 
     def _parts(self, ctx: Context, gpu: Gpu, named: set[int]) -> tuple[Slice, Slice]:
         """The GPU's bought and rented options in this context, each made once per what it depends on."""
@@ -521,6 +527,13 @@ def _slice(options: tuple[Option, ...]) -> Slice:
 def _weigh_slice(part: Slice) -> int:
     """The options and their groups (a tuple per group: what a full garbage collection walks)."""
     return OPTION_BYTES * len(part.options) + sum(weigh_references(group) for group in part.groups)
+
+
+def _weigh_parts(parts: Parts) -> int:
+    """A context's parts: references to each GPU's options, and the options of owned hardware, which
+    only this entry holds."""
+    owned = sum(OPTION_BYTES * len(part) for part in parts if part[0].pricing == "owned")
+    return weigh_references(parts) + owned
 
 
 def _weigh_grouped(grouped: Grouped) -> int:
