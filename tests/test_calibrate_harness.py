@@ -246,7 +246,7 @@ def test_every_model_of_the_run_lists_is_in_the_kb() -> None:
 
 
 def test_a_model_not_in_the_kb_is_named_with_near_misses() -> None:
-    with pytest.raises(RunSpecError, match=r"qwen3-9b \(did you mean qwen3-8b"):
+    with pytest.raises(RunSpecError, match=r"qwen3-9b \(did you mean qwen3-5-9b, qwen3-8b"):
         check_models_exist([parse_run_spec("qwen3-9b:decode")], KB)
 
 
