@@ -1022,6 +1022,21 @@ def test_a_long_context_training_answer_shows_its_logits_and_the_fused_loss_that
     assert not [w for w in loose.warnings if "logits" in w]
 
 
+def test_logits_that_outweigh_the_weights_are_noted_even_with_room_to_spare() -> None:
+    """Qwen3.5-27B LoRA at 4 x 8,192 tokens: over its 248,320-token vocabulary the logits of each GPU's
+    two sequences are 2 x 8,192 x 248,320 x 14 bytes = 57 GB, more than the 54 GB of frozen weights, on
+    two B200s that keep 32% free. Removing them is the largest saving there is: with a fused loss the run
+    fits 80 GB cards and costs less, so the answer says so though the first option is not tight."""
+    workload = {"task": "lora", "model": "qwen3.5-27b", "batch_size": 4, "seq_len": 8192}
+    answer = ask(workload, {"acquisition": "rent"})
+    best = answer.recommendations[0].memory
+    assert best.logits_per_gpu_gb > best.weights_per_gpu_gb and best.headroom_pct >= 30
+    assert [w for w in answer.warnings if w.startswith("The loss's logits take")]
+    fused = ask({**workload, "fused_loss": True}, {"acquisition": "rent"})
+    assert fused.recommendations[0].memory.per_gpu_gb < 80
+    assert fused.recommendations[0].cost.horizon_cost_usd < answer.recommendations[0].cost.horizon_cost_usd
+
+
 def test_a_70b_pretraining_runs_on_h100s_with_a_distributed_optimizer() -> None:
     """Llama 3.1 70B pretrained on 50B tokens, rented NVIDIA GPUs: tensor parallel 8 alone holds 18 bytes
     a parameter of its 8.8B-parameter shard, 159 GB a GPU, and ZeRO-3 over the hosts' links moves the

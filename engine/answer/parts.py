@@ -221,7 +221,10 @@ fused loss removes them: Qwen3-1.7B fully fine-tuned at 8 x 2,048 tokens held 12
 of it the logits of a 151,936-token vocabulary (data/calibration/h200-2026-11-26.json)."""
 LOGITS_NOTE_FREE_PCT = 30.0
 """...and only when that option leaves less than this share of each card free, so that memory set its
-GPUs: a QLoRA at 12.2 of a 4090's 25.8 GB runs on two of them for speed, and would on one as it is."""
+GPUs: a QLoRA at 12.2 of a 4090's 25.8 GB runs on two of them for speed, and would on one as it is;
+or when the logits outweigh the model's weights on each GPU, the largest part a fused loss can remove
+(Qwen3.5-27B LoRA at 2 x 8,192 tokens a GPU: 57 GB of logits over a 248,320-token vocabulary beside
+54 GB of weights, where without them the run fits an 80 GB card)."""
 
 
 def logits_warnings(top: Sequence[Ranked], job: Job) -> list[str]:
@@ -235,7 +238,7 @@ def logits_warnings(top: Sequence[Ranked], job: Job) -> list[str]:
     memory = first.memory
     if memory.logits < LOGITS_NOTE_SHARE * memory.total:
         return []
-    if first.headroom_pct >= LOGITS_NOTE_FREE_PCT:
+    if first.headroom_pct >= LOGITS_NOTE_FREE_PCT and memory.logits < memory.weights:
         return []
     return [
         f"The loss's logits take {memory.logits / GB:.1f} GB of the {memory.total / GB:.1f} GB on each "
