@@ -42,11 +42,22 @@ def test_catalog_has_transformers() -> None:
     }
 
 
+TOTAL_TOLERANCE = {
+    # Qwen3.5's small models: the cards give one figure (4B, 2B, 0.8B). Summed module by module from the
+    # weight layout (MaxText hf_shape.py, in each KB file), the language models are 4.21B, 1.88B and 0.75B.
+    "qwen3-5-4b": 0.06,
+    "qwen3-5-2b": 0.07,
+    "qwen3-5-0-8b": 0.07,
+}
+
+
 @pytest.mark.parametrize("model", TRANSFORMERS, ids=lambda m: m["id"])
 def test_total_params_match_published(model: dict[str, Any]) -> None:
-    """Source: each kb/models/*.yaml (params_count, else params_b x 1e9). Tolerance 2%."""
+    """Source: each kb/models/*.yaml (params_count, else params_b x 1e9). Tolerance 2%, with the
+    exceptions above listed with their reason."""
     published = model.get("params_count") or model["params_b"] * 1e9
-    assert total_params(_shape(model)) == pytest.approx(published, rel=TOLERANCE)
+    tolerance = TOTAL_TOLERANCE.get(model["id"], TOLERANCE)
+    assert total_params(_shape(model)) == pytest.approx(published, rel=tolerance)
 
 
 ACTIVE_WITHOUT_INPUT_EMBEDDINGS = {
