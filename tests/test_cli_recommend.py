@@ -64,6 +64,32 @@ def test_a_json_request_file(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "To make it feasible" in out and "Ruled out" in out
 
 
+def test_a_json_request_file_with_a_pasted_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Hugging Face config.json writes `"rms_norm_eps": 1e-06`: a float in JSON and YAML 1.2, a string
+    to YAML 1.1's resolver, which refused the file ("Input should be a valid number"). Qwen3-8B's config
+    keys, pasted as the model's card gives them."""
+    config = {
+        "model_type": "qwen3",
+        "hidden_size": 4096,
+        "intermediate_size": 12288,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 36,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "max_position_embeddings": 40960,
+        "rms_norm_eps": 1e-06,
+        "tie_word_embeddings": False,
+        "vocab_size": 151936,
+    }
+    request = tmp_path / "job.json"
+    request.write_text(json.dumps({"workload": {"task": "inference", "hf_config": config}}))
+    assert '"rms_norm_eps": 1e-06' in request.read_text()
+    code, out, err = run([str(request), "--json"], capsys)
+    assert code == EXIT_OK, err
+    response = RecommendResponse.model_validate_json(out)
+    assert response.requirements.params_b == pytest.approx(8.19, abs=0.01)
+
+
 def test_trace_lists_the_rules_that_fired(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["--params-b", "7", "--task", "inference", "--on-prem-only", "--trace"], capsys)
     assert code == EXIT_OK

@@ -6,6 +6,7 @@ Only `yaml.SafeLoader` is used: nothing in kb/ or rules/ is ever executed.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,19 @@ import yaml
 
 from engine.knowledge.snapshot import Tree, Unreadable, read_file
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""LibYAML's safe loader when PyYAML was built with it (10x faster), else the pure-Python one."""
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """LibYAML's safe loader when PyYAML was built with it (10x faster), else the pure-Python one, with
+    YAML 1.2's (and JSON's) exponent floats. PyYAML resolves YAML 1.1, whose floats need a dot and a
+    signed exponent: `1e-06`, as every Hugging Face config.json writes `rms_norm_eps`, stayed a string,
+    and a JSON request file with a pasted config was refused ("Input should be a valid number")."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
 
 MAX_DEPTH = 32
 """KB files nest three or four levels. Deeper input is refused before composing, because LibYAML's
