@@ -550,3 +550,50 @@ def test_a_gated_deltanet_hybrid_counts_its_own_parameters(kb: KB) -> None:
     # Qwen3-Next's config has no attn_output_gate: its model_type says its attention is gated
     assert next_shape.attention_output_gate
     assert sized_config(HfConfig.model_validate(QWEN3_NEXT_CONFIG)).shape.attention_output_gate
+
+
+# Qwen3.5's vision tower as its configs give it (the 35B-A3B's and 27B's, kb/models/qwen3-5-*.yaml)
+QWEN3_5_VISION: dict[str, Any] = {
+    "depth": 27,
+    "hidden_size": 1152,
+    "intermediate_size": 4304,
+    "num_heads": 16,
+    "in_channels": 3,
+    "patch_size": 16,
+    "temporal_patch_size": 2,
+    "spatial_merge_size": 2,
+    "num_position_embeddings": 2304,
+    "deepstack_visual_indexes": [],
+}
+
+
+def test_a_vision_language_configs_image_encoder_is_counted(kb: KB) -> None:
+    """A pasted Qwen3.5 config.json holds its vision tower beside the language model: 446,571,248
+    parameters with a merger to 2,048 wide (the 35B-A3B's, summed from its weight shapes in the KB file),
+    460,730,096 to the 27B's 5,120. The memory counts them; decode and the FLOPs per token do not (one
+    pass per image). A vision config the sizing does not know is said to be left out."""
+    moe = kb.models["qwen3-5-35b-a3b"]
+    assert moe.architecture is not None and moe.architecture.extra_params_count == 446_571_248
+    pasted = {
+        "model_type": "qwen3_5",
+        "text_config": QWEN3_5_27B_TEXT_CONFIG,
+        "vision_config": {**QWEN3_5_VISION, "out_hidden_size": 5120},
+    }
+    sized = sized_config(HfConfig.model_validate(pasted))
+    assert sized.params == 26_895_998_464 + 460_730_096
+    assert sized.active_params == 26_895_998_464
+    assert "vision_config" in sized.read.used
+    assert any("image encoder's 0.46B parameters" in note for note in sized.read.notes)
+    assert not sized.read.cautions
+    with pytest.raises(ValueError, match="vision_config: depth"):
+        sized_config(
+            HfConfig.model_validate(
+                {**pasted, "vision_config": {**QWEN3_5_VISION, "depth": 0, "out_hidden_size": 5120}}
+            )
+        )
+    other = {**pasted, "model_type": "gemma3"}
+    unknown = sized_config(HfConfig.model_validate(other))
+    assert unknown.params == 26_895_998_464
+    assert any(
+        "vision_config whose image encoder the sizing does not count" in c for c in unknown.read.cautions
+    )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from engine.models.request import MAX_PARAMS_B, HfConfig, HfConfigKeys
 from engine.sizing import TransformerShape, active_params, shape_from_architecture, total_params
+from engine.sizing.vision_encoder import qwen_vl_vision_params
 
 ENCODERS = frozenset({"bert", "roberta", "xlm-roberta", "distilbert", "electra", "mpnet", "camembert"})
 """post-LN encoders with learned positions (BERT's layout)"""
@@ -143,6 +144,7 @@ def from_hf_config(config: HfConfig) -> FromHfConfig:
     _layer_extras(r, arch, kind_name, encoder)
     _window(r, arch, layers, kind_name)
     _recurrent(r, arch, layers, notes)
+    vision = _vision(config, arch, used, notes)
     return FromHfConfig(
         architecture=arch,
         kind="encoder" if encoder else "decoder",
@@ -151,7 +153,7 @@ def from_hf_config(config: HfConfig) -> FromHfConfig:
         native_precision=_precision(config, c),
         context_length=positions if isinstance(positions, int) else None,
         fp16_overflows=kind_name in FP16_OVERFLOWS,
-        cautions=_unsized_mixers(r),
+        cautions=_unsized_mixers(r) + vision,
     )
 
 
@@ -387,6 +389,55 @@ UNSIZED_MIXER_KEYS = ("hybrid_override_pattern", "layers_block_type", "attn_laye
 MLP and attention blocks, Jamba's and Granite 4's Mamba layers, MiniMax's lightning attention"""
 UNSIZED_LAYER_TYPES = ("mamba", "conv", "lightning")
 """`layer_types` entries of such layers (LFM2's short convolutions, Granite 4's Mamba)"""
+
+
+QWEN_VL_VISION = frozenset({"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"})
+"""model_types whose `vision_config` is Qwen3-VL's vision tower (engine/sizing/vision_encoder.py)"""
+VISION_SIZES = ("depth", "hidden_size", "intermediate_size", "out_hidden_size")
+VISION_OPTIONS = (
+    "in_channels",
+    "patch_size",
+    "temporal_patch_size",
+    "spatial_merge_size",
+    "num_position_embeddings",
+)
+
+
+def _vision(config: HfConfig, arch: dict[str, object], used: list[str], notes: list[str]) -> tuple[str, ...]:
+    """A vision-language config's image encoder: Qwen3-VL's and Qwen3.5's counted from `vision_config`
+    (`extra_params_count`, held in memory beside the language model); any other, a caution that the
+    memory figures leave it out."""
+    vision = (config.model_extra or {}).get("vision_config")
+    if not isinstance(vision, dict):
+        return ()
+    sizes = {key: vision.get(key) for key in VISION_SIZES}
+    if str(config.model_type or "") not in QWEN_VL_VISION or not all(_is_int(v) for v in sizes.values()):
+        return (
+            "hf_config has a vision_config whose image encoder the sizing does not count (it counts "
+            "Qwen3-VL's and Qwen3.5's): its weights, held beside the language model's, are not in the memory "
+            "figures.",
+        )
+    options = {key: vision[key] for key in VISION_OPTIONS if _is_int(vision.get(key))}
+    deepstack = vision.get("deepstack_visual_indexes")
+    try:
+        count = qwen_vl_vision_params(
+            **sizes,  # type: ignore[arg-type]  # each checked an int above
+            **options,
+            deepstack_mergers=len(deepstack) if isinstance(deepstack, list) else 0,
+        )
+    except ValueError as exc:
+        raise ValueError(f"hf_config: vision_config: {exc}") from None
+    arch["extra_params_count"] = count
+    used.append("vision_config")
+    notes.append(
+        f"vision_config: the image encoder's {count / 1e9:.2f}B parameters are held beside the language "
+        "model's weights and run once per image, not per token"
+    )
+    return ()
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _unsized_mixers(r: _Reader) -> tuple[str, ...]:
