@@ -101,8 +101,8 @@ class Searcher:
         # are made once per GPU and what they depend on (`bought_key`, `rented_key`); everything
         # else holds references to them.
         self._slices: BoundedCache[tuple[object, ...], Slice] = BoundedCache(SLICE_CACHE_BYTES, _weigh_slice)
-        self._options: BoundedCache[tuple[Context, int | None], tuple[tuple[Option, ...], ...]] = (
-            BoundedCache(LIST_CACHE_BYTES, _weigh_parts)
+        self._options: BoundedCache[tuple[Context, int | None], Parts] = BoundedCache(
+            LIST_CACHE_BYTES, _weigh_parts
         )
         self._groups: BoundedCache[tuple[Context, int | None], Grouped] = BoundedCache(
             LIST_CACHE_BYTES, _weigh_grouped

@@ -10,6 +10,9 @@ k = n_kv_heads * head_dim):
 * attention: ``h*q`` (Q) + ``2*h*k`` (K, V; grouped-query attention shares K/V across head groups)
   + ``q*h`` (O), plus biases ``q + 2k`` when ``qkv_bias`` and ``h`` when ``o_bias``;
 * MLP per expert: gated (SwiGLU/GeGLU) ``3*h*i`` (+ ``2i + h`` biases), dense ``2*h*i`` (+ ``i + h``);
+* gated attention (Qwen3-Next, Qwen3.5): ``h*q`` more for the output gate its ``q_proj`` also yields;
+* a hybrid's linear-attention layers (Gated DeltaNet): their own token mixer in place of attention
+  (:func:`engine.sizing.recurrent_state.gated_delta_net_params`, :func:`state_mixer_correction`);
 * MoE router: ``h * n_experts`` (no bias), as in Mixtral's ``gate`` linear layer;
 * norms: ``h`` per RMSNorm, ``2h`` per LayerNorm, ``norms_per_layer`` of them;
 * embeddings: ``V*h`` token table (+ ``V*h`` LM head unless tied) + learned positions + token types.
