@@ -391,6 +391,22 @@ UNSIZED_LAYER_TYPES = ("mamba", "conv", "lightning")
 """`layer_types` entries of such layers (LFM2's short convolutions, Granite 4's Mamba)"""
 
 
+def _unsized_mixers(r: _Reader) -> tuple[str, ...]:
+    """A caution when the config interleaves layers the sizing counts as attention but are recurrent or
+    convolutional: their KV cache and long prompts' attention FLOPs are then overstated."""
+    extra = r.c.model_extra or {}
+    found = [key for key in UNSIZED_MIXER_KEYS if extra.get(key) is not None]
+    types = r.c.layer_types or []
+    found += sorted({t for t in types if any(kind in t for kind in UNSIZED_LAYER_TYPES)})
+    if not found:
+        return ()
+    return (
+        f"hf_config describes layers other than attention ({', '.join(found)}), which the sizing counts as "
+        "attention layers: the KV cache and the attention FLOPs of long prompts here are an upper bound, "
+        "and the state a Mamba or convolution layer keeps is not sized.",
+    )
+
+
 QWEN_VL_VISION = frozenset({"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"})
 """model_types whose `vision_config` is Qwen3-VL's vision tower (engine/sizing/vision_encoder.py)"""
 VISION_SIZES = ("depth", "hidden_size", "intermediate_size", "out_hidden_size")
@@ -438,22 +454,6 @@ def _vision(config: HfConfig, arch: dict[str, object], used: list[str], notes: l
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _unsized_mixers(r: _Reader) -> tuple[str, ...]:
-    """A caution when the config interleaves layers the sizing counts as attention but are recurrent or
-    convolutional: their KV cache and long prompts' attention FLOPs are then overstated."""
-    extra = r.c.model_extra or {}
-    found = [key for key in UNSIZED_MIXER_KEYS if extra.get(key) is not None]
-    types = r.c.layer_types or []
-    found += sorted({t for t in types if any(kind in t for kind in UNSIZED_LAYER_TYPES)})
-    if not found:
-        return ()
-    return (
-        f"hf_config describes layers other than attention ({', '.join(found)}), which the sizing counts as "
-        "attention layers: the KV cache and the attention FLOPs of long prompts here are an upper bound, "
-        "and the state a Mamba or convolution layer keeps is not sized.",
-    )
 
 
 def _precision(config: HfConfig, c: HfConfigKeys) -> str | None:
