@@ -1035,6 +1035,12 @@ def test_logits_that_outweigh_the_weights_are_noted_even_with_room_to_spare() ->
     fused = ask({**workload, "fused_loss": True}, {"acquisition": "rent"})
     assert fused.recommendations[0].memory.per_gpu_gb < 80
     assert fused.recommendations[0].cost.horizon_cost_usd < answer.recommendations[0].cost.horizon_cost_usd
+    # a tiny model's logits outweigh its weights anywhere: a 1M-parameter model pretrained on a CPU keeps
+    # 0.9 GB of logits in 1.0 GB, with 98% of the machine free, and is not told
+    tiny = ask({"task": "pretrain", "params_b": 0.001}, {})
+    first = tiny.recommendations[0].memory
+    assert first.logits_per_gpu_gb > first.weights_per_gpu_gb and first.headroom_pct > 50
+    assert not [w for w in tiny.warnings if "logits" in w]
 
 
 def test_a_70b_pretraining_runs_on_h100s_with_a_distributed_optimizer() -> None:

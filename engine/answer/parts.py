@@ -222,9 +222,13 @@ of it the logits of a 151,936-token vocabulary (data/calibration/h200-2026-11-26
 LOGITS_NOTE_FREE_PCT = 30.0
 """...and only when that option leaves less than this share of each card free, so that memory set its
 GPUs: a QLoRA at 12.2 of a 4090's 25.8 GB runs on two of them for speed, and would on one as it is;
-or when the logits outweigh the model's weights on each GPU, the largest part a fused loss can remove
-(Qwen3.5-27B LoRA at 2 x 8,192 tokens a GPU: 57 GB of logits over a 248,320-token vocabulary beside
-54 GB of weights, where without them the run fits an 80 GB card)."""
+or, where the logits outweigh the model's weights on each GPU (the largest part a fused loss can
+remove), when it leaves less than LOGITS_OUTWEIGH_FREE_PCT free: Qwen3.5-27B LoRA at 2 x 8,192 tokens a
+GPU holds 57 GB of logits over a 248,320-token vocabulary beside 54 GB of weights, 32% of a B200 free,
+and without them fits an 80 GB card."""
+LOGITS_OUTWEIGH_FREE_PCT = 50.0
+"""A tiny model's logits outweigh its weights on any card: a 1M-parameter model pretrained on a CPU
+holds 0.9 GB of logits in its 1.0 GB, with 98% of the machine's 64 GB free, and memory set nothing."""
 
 
 def logits_warnings(top: Sequence[Ranked], job: Job) -> list[str]:
@@ -238,7 +242,8 @@ def logits_warnings(top: Sequence[Ranked], job: Job) -> list[str]:
     memory = first.memory
     if memory.logits < LOGITS_NOTE_SHARE * memory.total:
         return []
-    if first.headroom_pct >= LOGITS_NOTE_FREE_PCT and memory.logits < memory.weights:
+    outweigh = memory.logits >= memory.weights and first.headroom_pct < LOGITS_OUTWEIGH_FREE_PCT
+    if first.headroom_pct >= LOGITS_NOTE_FREE_PCT and not outweigh:
         return []
     return [
         f"The loss's logits take {memory.logits / GB:.1f} GB of the {memory.total / GB:.1f} GB on each "
