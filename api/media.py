@@ -85,6 +85,8 @@ def _not_utf8(byte: int, offset: int, reason: str) -> HTTPException:
 
 
 def _require_json(content_type: str | None, content_encoding: str | None) -> None:
+    if content_type == JSON_TYPES and content_encoding is None:  # the common case, read without parsing
+        return
     if content_type is None:
         raise _unsupported("the request has no Content-Type")
     header = Message()

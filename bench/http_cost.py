@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from api.routes import ENCODE_CPU, ENGINE_CPU
 from bench.http_load import serve
 from bench.inprocess import in_service
 from bench.mix import requests
@@ -63,6 +64,7 @@ class Served:
 
     process_s: float = 0.0
     engine_s: float = 0.0
+    encode_s: float = 0.0
     answers: int = 0
 
     def ratio(self) -> float:
@@ -80,27 +82,31 @@ def over_http(bodies: list[dict[str, Any]], passes: int, paths: tuple[str, ...])
                 client.post(path, json=body).raise_for_status()
         for _ in range(passes):
             for path in paths:
-                began, engine = process_cpu_s(server.process.pid), 0.0
+                began, engine, encode = process_cpu_s(server.process.pid), 0.0, 0.0
                 for body in bodies:
                     answer = client.post(path, json=body)
                     answer.raise_for_status()
-                    engine += engine_ms(answer.headers["server-timing"]) / 1000
+                    engine += timing_ms(answer.headers["server-timing"], ENGINE_CPU) / 1000
+                    encode += timing_ms(answer.headers["server-timing"], ENCODE_CPU) / 1000
                 took = served[path]
                 took.process_s += process_cpu_s(server.process.pid) - began
                 took.engine_s += engine
+                took.encode_s += encode
                 took.answers += len(bodies)
     return served
 
 
-def engine_ms(header: str) -> float:
-    """The engine's CPU milliseconds in a Server-Timing header (`engine-cpu;dur=12.3`)."""
-    metric = next(part for part in header.split(",") if part.strip().startswith("engine-cpu"))
+def timing_ms(header: str, name: str) -> float:
+    """The milliseconds of metric `name` in a Server-Timing header
+    (`engine-cpu;dur=12.3, encode-cpu;dur=0.1`)."""
+    metric = next(part for part in header.split(",") if part.strip().startswith(f"{name};"))
     return float(metric.split("dur=")[1])
 
 
-def healthz_ms(calls: int) -> float:
-    """The server's CPU milliseconds per `/healthz`: what any request costs before the engine."""
-    with serve() as server, httpx.Client(base_url=server.url, timeout=60) as client:
+def healthz_ms(calls: int, app: str | None = None) -> float:
+    """The server's CPU milliseconds per `/healthz`: what any request costs before the engine; with
+    `app`, uvicorn's alone, serving that bare ASGI app (bench/bare_app.py)."""
+    with serve(app=app) as server, httpx.Client(base_url=server.url, timeout=60) as client:
         for _ in range(20):
             client.get("/healthz").raise_for_status()
         began = process_cpu_s(server.process.pid)
@@ -126,12 +132,14 @@ def run(passes: int) -> dict[str, Any]:
             version: {
                 "server_ms": took.process_s * 1000 / took.answers,
                 "engine_ms": took.engine_s * 1000 / took.answers,
+                "encode_ms": took.encode_s * 1000 / took.answers,
                 "ratio": took.ratio(),
             }
             for version, took in zip(("v1", "v2"), served.values(), strict=True)
         },
         "bytes": answer_bytes(),
-        "healthz_ms": healthz_ms(200),
+        "healthz_ms": healthz_ms(500),
+        "bare_healthz_ms": healthz_ms(500, app="bench.bare_app:app"),
     }
 
 

@@ -60,13 +60,17 @@ def free_port() -> int:
 
 @contextmanager
 def serve(
-    workers: int = 1, extra: tuple[str, ...] = (), env: dict[str, str] | None = None
+    workers: int = 1, extra: tuple[str, ...] = (), env: dict[str, str] | None = None, app: str | None = None
 ) -> Iterator[Server]:
     """The service as `gpu-advisor serve` starts it (with `extra` arguments and `env` on top of this
-    process's environment), until the block ends."""
+    process's environment), or uvicorn serving the ASGI `app` named ("module:attribute") with the
+    service's settings, until the block ends."""
     port = free_port()
     command = [sys.executable, "-m", "cli.main", "serve", "--host", HOST, "--port", str(port)]
     command += ["--workers", str(workers), *extra]
+    if app is not None:
+        command = [sys.executable, "-m", "uvicorn", app, "--host", HOST, "--port", str(port)]
+        command += ["--no-access-log", "--log-level", "warning"]
     started = time.perf_counter()
     process = subprocess.Popen(
         command,
