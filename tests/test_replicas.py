@@ -97,8 +97,14 @@ class Replica:
             self.process.wait(timeout=30)
 
 
+FAIL_TIMEOUT_S = 5
+"""how long nginx leaves a replica out after a failed request to it (`fail_timeout`)"""
+
+
 def _nginx_conf(scratch: Path, listen: int, ports: list[int]) -> Path:
-    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;" for p in ports)
+    servers = "\n".join(
+        f"        server 127.0.0.1:{p} max_fails=1 fail_timeout={FAIL_TIMEOUT_S}s;" for p in ports
+    )
     conf = scratch / "nginx.conf"
     conf.write_text(
         f"""
@@ -223,6 +229,10 @@ def test_a_killed_replica_loses_no_idempotent_request_and_a_rolling_kb_change_mi
     after = {r.wait_ready() for r in replicas}
     assert len(after) == 1 and after != {first}
     (second,) = after
+    # A rollout faster than nginx's fail_timeout leaves every replica marked failed at its end (each was
+    # sent requests while it restarted), and nginx answers 502 until the marks lapse: wait for them, as a
+    # rollout waits for its balancer to see the new replicas ready.
+    time.sleep(FAIL_TIMEOUT_S + 0.5)
     seen += [_call(listen, path, body) for path, body in work[:9]]
     answered = [a for a in seen if a.status == 200]
     assert answered and all(_consistent(a) and a.header in (first, second) for a in answered)
