@@ -404,6 +404,8 @@ def job_facts(request: RecommendRequest, job: Job, kb: KB) -> dict[str, Scalar]:
         facts["workload.model"] = job.model  # the KB id, whatever name the request used
     if job.native_precision is not None:
         facts["workload.native_precision"] = job.native_precision
+    if job.qat_precision is not None:
+        facts["workload.qat_precision"] = job.qat_precision
     if job.fp16_overflows:
         facts["workload.fp16_overflows"] = True
     facts["workload.kind"] = job.kind  # decoder, or encoder (bidirectional attention)

@@ -23,6 +23,7 @@ READ_FACTS = (
     "bound",
     "plan.precision",
     "plan.neutral_precision",
+    "plan.qat_precision",
     "plan.memory_headroom_pct",
     "plan.gradient_checkpointing",
     "plan.spare_replicas",
@@ -150,6 +151,13 @@ def precision_words(candidate: Candidate, policy: Policy) -> str:
         return (
             f"{precision} because this GPU computes in it natively: quality-neutral for serving (lossless "
             "across the Llama 3.1 family, Kurtic et al. 2024), half the memory of 16-bit weights."
+        )
+    as_asked = not candidate.plan_attrs.get("precision_changed")
+    if precision == policy.facts.get("plan.qat_precision") and as_asked:
+        return (
+            f"{precision} because the model's makers released a quantization-aware-trained {precision} "
+            "checkpoint, trained to keep its quality in 4 bits, a quarter of the 16-bit weights' memory: "
+            "planned where 16-bit or fp8 weights do not fit."
         )
     if candidate.plan_attrs.get("precision_changed") and precision in ("int8", "int4"):
         return (

@@ -697,6 +697,11 @@ class Model(Entity):
         description="its activations exceed fp16's range (65,504): it gives inf or NaN computing in fp16 and "
         "runs in bf16 or fp32 only (cite where this is reported)",
     )
+    qat_precision: Literal["int4"] | None = Field(
+        None,
+        description="the weights precision of a quantization-aware-trained checkpoint its makers released "
+        "beside the 16-bit one (Gemma 3's int4 QAT releases; cite the release)",
+    )
     architecture: Architecture | None = Field(
         None,
         description="published hyper-parameters; absent: layer sizes are estimated from the parameter count",

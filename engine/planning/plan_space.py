@@ -14,6 +14,7 @@ from engine.reasoning.policy import Policy
 METHOD_ORDER = ("pretrain", "full_finetune", "lora", "qlora")
 PRECISION_ORDER = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 TRAINING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
+INTEGER_PRECISIONS = ("int8", "int4")
 SHARDED_NAMES = ("zero-3", "fsdp-full-shard")
 PARTIAL_ZERO = {1: "zero-1", 2: "zero-2"}
 HYBRID_SHARD = "hybrid-shard"
@@ -140,29 +141,45 @@ NATIVE_ATTRIBUTE = {"fp8": "fp8_native", "bf16": "bf16_native"}
 """the option attribute that says a GPU computes in a precision natively"""
 
 
-def _precisions(method: str, base: str, policy: Policy, neutral: str | None = None) -> tuple[str, ...]:
+def _precisions(
+    method: str, base: str, policy: Policy, neutral: str | None = None, qat: str | None = None
+) -> tuple[str, ...]:
     """A method's precisions in preference order: the quality-neutral one first where it applies
     (a GPU without it natively is excluded from it by rule fp8-only-where-native and takes the
-    next), then the requested or rule-chosen one, then the suggested substitutes."""
+    next), then the requested or rule-chosen one, then the suggested substitutes, floating-point
+    before integer, with the model's quantization-aware-trained release (`qat`, serving only) between
+    them: a released 4-bit checkpoint before a post-training int8 or int4 quantization."""
     if method == "qlora":
         return ("nf4",)
     allowed = PRECISION_ORDER if method == "inference" else TRAINING_PRECISIONS
-    suggested = {str(v) for v in policy.suggested("precision")}
-    ordered = ([neutral] if neutral else []) + [base] + [p for p in PRECISION_ORDER if p in suggested]
+    suggested = [p for p in PRECISION_ORDER if p in {str(v) for v in policy.suggested("precision")}]
+    released = [qat] if qat and method == "inference" else []
+    floating = [p for p in suggested if p not in INTEGER_PRECISIONS]
+    integer = [p for p in suggested if p in INTEGER_PRECISIONS]
+    ordered = [*([neutral] if neutral else []), base, *floating, *released, *integer]
     return tuple(p for i, p in enumerate(ordered) if p in allowed and p not in ordered[:i])
 
 
-def own_precisions(requested: str | None, base: str, neutral: str | None) -> tuple[str | None, ...]:
+def own_precisions(
+    requested: str | None, base: str, neutral: str | None, qat: str | None = None
+) -> tuple[str | None, ...]:
     """The precisions that count as the request's own: the requested or rule-chosen one (`base`), the
-    quality-neutral one, and, with none stated and bf16 chosen, fp16 (where a GPU has no bf16 it runs
+    quality-neutral one, with none stated and bf16 chosen fp16 (where a GPU has no bf16 it runs
     fp16, with loss scaling when training: the same memory and, for the user, the same plan, as rule
-    default-precision-bf16 says; a GPU with bf16 plans bf16 first)."""
+    default-precision-bf16 says; a GPU with bf16 plans bf16 first), and the precision of a
+    quantization-aware-trained release (rule serve-qat-releases-where-16-bit-does-not-fit)."""
     own = requested or base
-    return (own, neutral, "fp16" if requested is None and own == "bf16" else None)
+    return (own, neutral, "fp16" if requested is None and own == "bf16" else None, qat)
 
 
 def plan_space_for(
-    task: str, policy: Policy, base: str, neutral: str | None, checkpointing: bool | None, batch: int
+    task: str,
+    policy: Policy,
+    base: str,
+    neutral: str | None,
+    checkpointing: bool | None,
+    batch: int,
+    qat: str | None = None,
 ) -> PlanSpace:
     """The plan space of a request: its methods (the task, then the substitutes the rules suggest),
     each method's precisions, the parallelism the rules suggest, and checkpointing (the request's
@@ -173,7 +190,7 @@ def plan_space_for(
     else:
         tried = (False, True) if policy.facts.get("plan.gradient_checkpointing") is True else (False,)
     return PlanSpace(
-        tuple((m, _precisions(m, base, policy, neutral)) for m in _methods(task, policy)),
+        tuple((m, _precisions(m, base, policy, neutral, qat)) for m in _methods(task, policy)),
         strategies,
         next((n for n in SHARDED_NAMES if n in strategies), None),
         tried,

@@ -127,16 +127,17 @@ class Planner:
         """the share of each GPU's memory kept free (rule keep-memory-headroom), at least MIN_HEADROOM"""
         base = job.requested_precision or facts.get("plan.precision") or "bf16"
         self.base_precision = str(base)
-        neutral = facts.get("plan.neutral_precision") if job.requested_precision is None else None
-        self.neutral_precision = None if neutral is None else str(neutral)
+        self.neutral_precision = _chosen_precision(facts, "plan.neutral_precision", job)
         """a precision planned first, as the request's own, on the GPUs that run it natively (rule
         serve-in-fp8-where-native: fp8 serving is quality-neutral); elsewhere `base_precision`"""
+        self.qat_precision = _chosen_precision(facts, "plan.qat_precision", job)
+        """the precision of the model's quantization-aware-trained release, planned as the request's own
+        after the floating-point ones (rule serve-qat-releases-where-16-bit-does-not-fit)"""
         # an encoder's or embedding model's requests are read batch by batch, each copy taking its own, so
         # copies do not idle while traffic lasts: its fleet grows by copies, not tensor-parallel splits
         in_flight = MAX_IN_FLIGHT if job.reads_only else job.batch
-        self.space = plan_space_for(
-            job.task, policy, self.base_precision, self.neutral_precision, job.checkpointing, in_flight
-        )
+        base, neutral, qat = self.base_precision, self.neutral_precision, self.qat_precision
+        self.space = plan_space_for(job.task, policy, base, neutral, job.checkpointing, in_flight, qat)
         self.required_tps, self.per_user_tps = (
             _fact_or_none(facts, "sizing.required_tokens_per_s"),
             _fact_or_none(facts, "sizing.per_user_tokens_per_s"),
@@ -151,7 +152,9 @@ class Planner:
     @property
     def own_precisions(self) -> tuple[str | None, ...]:
         """The precisions that count as the request's own (`plan_space.own_precisions`)."""
-        return own_precisions(self.job.requested_precision, self.base_precision, self.neutral_precision)
+        return own_precisions(
+            self.job.requested_precision, self.base_precision, self.neutral_precision, self.qat_precision
+        )
 
     def _assemble(
         self,
@@ -425,6 +428,12 @@ def _with_figures(rule_filter: Filter, speed: Speed, hours: float | None) -> str
     if "fast_enough_per_user" in rule_filter.where:
         return f"{message}; this option gives {speed.tokens_per_s:,.1f} tokens/s per sequence."
     return rule_filter.message
+
+
+def _chosen_precision(facts: Mapping[str, Scalar], name: str, job: Job) -> str | None:
+    """A precision a rule chose for the request (fact `name`): none where the request states its own."""
+    chosen = facts.get(name) if job.requested_precision is None else None
+    return None if chosen is None else str(chosen)
 
 
 def _fact_or_none(facts: Mapping[str, Scalar], name: str) -> float | None:

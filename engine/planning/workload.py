@@ -199,6 +199,8 @@ class Job:
     """what that config describes and the sizing does not (layers other than attention it cannot size)"""
     native_precision: str | None = None
     """the precision the model's checkpoint is released in (its KB entry's, or its config's)"""
+    qat_precision: str | None = None
+    """the precision of a quantization-aware-trained checkpoint released beside it (its KB entry's)"""
     fp16_overflows: bool = False
     """its activations exceed fp16's range, so it computes in bf16 or fp32 only (its KB entry's, or its
     config's model type's)"""
@@ -400,6 +402,7 @@ def _from_config(read: FromHfConfig | None, model: Model | None) -> dict[str, An
         "config_cautions": read.cautions if read else (),
         "native_precision": (read.native_precision if read else None)
         or (model.native_precision if model else None),
+        "qat_precision": model.qat_precision if model else None,
         "fp16_overflows": (read is not None and read.fp16_overflows)
         or (model is not None and model.fp16_overflows),
     }
