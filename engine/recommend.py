@@ -51,6 +51,7 @@ from engine.planning import deadline
 from engine.planning.candidates import Context, context_for, latest_prices
 from engine.planning.deadline import DeadlineExceeded
 from engine.planning.findings import Found, Needs, find, find_choices
+from engine.planning.named_gpus import comparison_with_gpu_ids, with_gpu_ids
 from engine.planning.plan_fit import SizingCache
 from engine.planning.planner import Planner
 from engine.planning.ranking import Ranked, measure
@@ -249,6 +250,7 @@ class Advisor:
     def answers(self, request: RecommendRequest, shown: Sequence[int]) -> list[RecommendResponse]:
         """The answer to `request`, planned once and described with each count of options in `shown`
         (at most `request.top_k`): a report states the answer as asked and plots more options."""
+        request = with_gpu_ids(request, self.kb)
         planned = self.planned(request)
         if not planned.found.top and may_assume_a_desktop(request):
             on_desktop = with_an_assumed_desktop(request)
@@ -263,6 +265,7 @@ class Advisor:
 
     def answer(self, request: RecommendRequest) -> RecommendResponse:
         """The answer to `request` as it is stated."""
+        request = with_gpu_ids(request, self.kb)
         return self.described(request, self.planned(request))
 
     def planned(self, request: RecommendRequest, *, seek_way_out: bool = True) -> Planned:
@@ -321,6 +324,7 @@ class Advisor:
         """The procurement report (engine/answer/report.py): the answer to `request` as it is, its
         cost-time chart plotting every option the ranking keeps (up to MAX_TOP_K), those beyond the
         `top_k` first listed on the page as plotted."""
+        request = with_gpu_ids(request, self.kb)
         wide_request = request.model_copy(update={"top_k": MAX_TOP_K})
         answer, wide = self.answers(wide_request, (request.top_k, MAX_TOP_K))
         return report_html(request, answer, self.rules_by_id, plotted=wide.recommendations)
@@ -328,12 +332,7 @@ class Advisor:
     def compare(self, body: CompareRequest) -> CompareResponse:
         """Each hardware choice of `body` planned for its request, side by side: the rules run once,
         then each choice is planned as target hardware is (engine/planning/on_hardware.py)."""
-        for index, choice in enumerate(body.choices):
-            if choice.gpu not in self.kb.gpus:
-                raise UnknownReference(
-                    ("choices", str(index), "gpu"),
-                    f"unknown GPU id {choice.gpu!r}: GET /gpus lists the known ids",
-                )
+        body = comparison_with_gpu_ids(body, self.kb)
         try:
             reasoned = self.reasoned(with_owned_choices(body))
         except InvalidRequest as exc:  # its field is under `request` in this body

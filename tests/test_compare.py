@@ -297,7 +297,10 @@ def test_the_cli_json_is_the_api_response_and_reads_a_compare_file(
             "HOW is one of buy, rent, owned",
         ),
         (["--choice", "nvidia-rtx-4090:0", "--choice", "nvidia-rtx-3090"], "choices.0.count"),
-        (["--choice", "nvidia-rtx-9999", "--choice", "nvidia-rtx-3090"], "choices.0.gpu: unknown GPU id"),
+        (
+            ["--choice", "nvidia-rtx-9999", "--choice", "nvidia-rtx-3090"],
+            "choices.0.gpu: unknown GPU 'nvidia-rtx-9999'",
+        ),
     ],
 )
 def test_bad_choices_are_a_message_and_exit_status_2(

@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from engine.knowledge.kb import KB
-from engine.knowledge.names import ModelNames, normal_name
+from engine.knowledge.names import Names, normal_name
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_a_repo_id_and_its_name_without_the_owner(kb: KB) -> None:
         **kb.models,
         "llama-3-1-8b": llama.model_copy(update={"aliases": ["meta-llama/Llama-3.1-8B-Instruct"]}),
     }
-    names = ModelNames.of(models)
+    names = Names.of(models)
     assert names.find("meta-llama/llama-3.1-8b-instruct") == "llama-3-1-8b"
     assert names.find("Llama-3.1-8B-Instruct") == "llama-3-1-8b"
 
@@ -51,17 +51,17 @@ def test_a_name_two_repos_share_without_their_owners_names_neither(kb: KB) -> No
         a.id: a.model_copy(update={"aliases": ["one/Shared-Name"]}),
         b.id: b.model_copy(update={"aliases": ["two/Shared-Name"]}),
     }
-    names = ModelNames.of(models)
+    names = Names.of(models)
     assert names.find("Shared-Name") is None
     assert names.find("one/shared-name") == a.id
 
 
 def test_closest_names_for_an_unknown_one(kb: KB) -> None:
     """difflib's ratio: `llama-3-70b` is closest to the Llama 70B and Llama 3 ids."""
-    closest = kb.model_names().closest("llama-3-70b")
+    closest = kb.names("models").closest("llama-3-70b")
     assert "llama-3-1-70b" in closest
     assert len(closest) <= 3
-    assert kb.model_names().closest("zzzzzzzz") == []
+    assert kb.names("models").closest("zzzzzzzz") == []
 
 
 def test_normal_name() -> None:

@@ -12,12 +12,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from engine.knowledge.documents import Document, Loc, ReadError, read_yaml_mapping
-from engine.knowledge.names import ModelNames
+from engine.knowledge.names import Aliased, Names
 from engine.knowledge.paths import display_path
 from engine.knowledge.placeholders import placeholder_problems
 from engine.knowledge.problems import KBInvalid, Problem
@@ -63,23 +63,31 @@ class KB:
     offers: Mapping[str, Offer]
     models: Mapping[str, Model]
     origins: Mapping[tuple[str, str], Origin] = field(repr=False)
-    _model_names: ModelNames | None = field(default=None, init=False, repr=False, compare=False)
+    _names: dict[str, Names] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def model_named(self, name: str) -> Model | None:
         """The model a name means: its id, or (engine/knowledge/names.py) an alias or a repo name."""
         found = self.models.get(name)
         if found is None:
-            model_id = self.model_names().find(name)
+            model_id = self.names("models").find(name)
             found = None if model_id is None else self.models[model_id]
         return found
 
-    def model_names(self) -> ModelNames:
-        """Every model's names, built on first use (a KB never changes)."""
-        names = self._model_names
-        if names is None:
-            names = ModelNames.of(self.models)
-            object.__setattr__(self, "_model_names", names)
-        return names
+    def gpu_named(self, name: str) -> Gpu | None:
+        """The GPU a name means: its id, or (engine/knowledge/names.py) an alias (`RTX 4090`, `4090`)."""
+        found = self.gpus.get(name)
+        if found is None:
+            gpu_id = self.names("gpus").find(name)
+            found = None if gpu_id is None else self.gpus[gpu_id]
+        return found
+
+    def names(self, kind: Literal["models", "gpus"]) -> Names:
+        """Every model's or GPU's names, built on first use (a KB never changes)."""
+        found = self._names.get(kind)
+        if found is None:
+            entities: Mapping[str, Aliased] = self.models if kind == "models" else self.gpus
+            found = self._names[kind] = Names.of(entities)
+        return found
 
     def of_kind(self, kind: str) -> Mapping[str, Entity]:
         """Entities of one KB folder name (`gpus`, `offers`, ...)."""

@@ -37,6 +37,8 @@ Parallelism = Literal[
     "ddp", "zero-1", "zero-2", "zero-3", "fsdp-full-shard", "tensor-parallel", "pipeline-parallel", "offload"
 ]
 HardwareId = Annotated[str, Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$", max_length=96)]
+GpuName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/ -]*$", min_length=1, max_length=96)]
+"""a KB gpu id, or a name people use for it (engine/knowledge/names.py), read as its id"""
 ModelName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/ -]*$", min_length=1, max_length=120)]
 
 
@@ -477,7 +479,10 @@ class Workload(RequestModel):
 class HardwareCount(RequestModel):
     """A number of GPUs of one kind."""
 
-    gpu: HardwareId = Field(description="KB gpu id")
+    gpu: GpuName = Field(
+        description="KB gpu id, or a name people use for it: an alias (`RTX 4090`, `4090`), case and "
+        "separators aside (GET /gpus lists the ids and their aliases)"
+    )
     count: Annotated[int, Field(ge=1, le=100_000)] = Field(1, description="how many of these GPUs")
 
 

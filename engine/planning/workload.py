@@ -257,9 +257,14 @@ class Job:
 
 def unknown_model(kb: KB, name: str) -> str:
     """The 422 message for a model name the KB does not know, with the closest names it does."""
-    closest = kb.model_names().closest(name)
-    hint = f"did you mean {', '.join(closest)}? " if closest else ""
+    hint = kb.names("models").suggestion(name)
     return f"unknown model {name!r}: {hint}GET /models lists the known ids and their aliases"
+
+
+def unknown_gpu(kb: KB, name: str) -> str:
+    """The 422 message for a GPU name the KB does not know, with the closest names it does."""
+    hint = kb.names("gpus").suggestion(name)
+    return f"unknown GPU {name!r}: {hint}GET /gpus lists the known ids and their aliases"
 
 
 def resolve(request: RecommendRequest, kb: KB) -> Job:
@@ -279,7 +284,7 @@ def check_ids(request: RecommendRequest, kb: KB) -> None:
     """Every GPU and provider id the request names is the KB's (UnknownReference naming the field)."""
     for loc, gpu_id in _named_gpus(request):
         if gpu_id not in kb.gpus:
-            raise UnknownReference(loc, f"unknown GPU id {gpu_id!r}: GET /gpus lists the known ids")
+            raise UnknownReference(loc, unknown_gpu(kb, gpu_id))
     for index, provider in enumerate(request.constraints.providers or []):
         if provider not in kb.providers:
             raise UnknownReference(
