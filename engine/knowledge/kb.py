@@ -37,6 +37,7 @@ from engine.models.kb import (
 )
 
 E = TypeVar("E", bound=Entity)
+Named = TypeVar("Named")
 
 
 @dataclass(frozen=True)
@@ -67,19 +68,11 @@ class KB:
 
     def model_named(self, name: str) -> Model | None:
         """The model a name means: its id, or (engine/knowledge/names.py) an alias or a repo name."""
-        found = self.models.get(name)
-        if found is None:
-            model_id = self.names("models").find(name)
-            found = None if model_id is None else self.models[model_id]
-        return found
+        return _named(self.models, self.names("models"), name)
 
     def gpu_named(self, name: str) -> Gpu | None:
         """The GPU a name means: its id, or (engine/knowledge/names.py) an alias (`RTX 4090`, `4090`)."""
-        found = self.gpus.get(name)
-        if found is None:
-            gpu_id = self.names("gpus").find(name)
-            found = None if gpu_id is None else self.gpus[gpu_id]
-        return found
+        return _named(self.gpus, self.names("gpus"), name)
 
     def names(self, kind: Literal["models", "gpus"]) -> Names:
         """Every model's or GPU's names, built on first use (a KB never changes)."""
@@ -101,6 +94,15 @@ class KB:
         if origin is None:
             return f"{self.root.name}/{kind}/{entity_id}.yaml", 0
         return origin.display, origin.document.line_of(loc)
+
+
+def _named(entities: Mapping[str, Named], names: Names, name: str) -> Named | None:
+    """The entity a name means: by its id first (the common case, no normalising), else by `names`."""
+    found = entities.get(name)
+    if found is None:
+        entity_id = names.find(name)
+        found = None if entity_id is None else entities[entity_id]
+    return found
 
 
 @dataclass(frozen=True)
