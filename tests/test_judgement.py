@@ -302,6 +302,33 @@ def test_two_owned_24gb_cards_qlora_a_70b_model_with_the_base_in_host_memory() -
     assert "ruled out" not in answer.summary
 
 
+def test_four_owned_3090s_serve_a_70b_model_quantized_rather_than_a_purchase() -> None:
+    """vLLM issue 6955 serves Llama 3 70B in AWQ int4 on two and four RTX 3090 Ti cards with tensor
+    parallelism (30 and 46 tokens/s). Asked with four owned 3090s and buying allowed, the answer puts a
+    quantized plan on the cards owned first, with its quality trade-off said, beside the purchases that
+    would serve it in fp8, rather than ruling the cards out for want of 36.7 GB each in 16 bits."""
+    answer = ask(
+        {"task": "inference", "model": "llama-3-1-70b"},
+        {"acquisition": "buy", "existing_hardware": [{"gpu": "nvidia-rtx-3090", "count": 4}]},
+    )
+    top = answer.recommendations[0]
+    assert (top.acquisition, top.gpu) == ("owned", "nvidia-rtx-3090"), answer.summary
+    assert top.precision in ("int8", "int4") and top.memory.fits
+    assert "offered on the hardware you own" in top.why
+    assert "ruled out" not in answer.summary
+    bought = [rec for rec in answer.recommendations if rec.acquisition == "buy"]
+    assert bought and all(rec.precision == "fp8" for rec in bought)  # nothing bought is quantized
+
+
+def test_without_owned_cards_a_quantized_plan_stays_the_last_resort() -> None:
+    """The owned exception does not reach purchases: the same request without the 3090s gets fp8 plans,
+    and bf16 on GPUs without fp8, only (rule quantization-escape-hatch-for-inference: int8 and int4 when
+    nothing fits as asked)."""
+    answer = ask({"task": "inference", "model": "llama-3-1-70b"}, {"acquisition": "buy"}, top_k=10)
+    assert answer.recommendations
+    assert all(rec.precision in ("fp8", "bf16") for rec in answer.recommendations)
+
+
 @pytest.mark.parametrize(("ram_gib", "runs"), [(32, False), (128, True)])
 def test_an_owned_machines_stated_ram_bounds_its_offload_plan(ram_gib: int, runs: bool) -> None:
     """The owned 3090s' offload plan keeps the 4-bit base, about 40 GB, in host RAM: a machine stated to

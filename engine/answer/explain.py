@@ -160,9 +160,15 @@ def precision_words(candidate: Candidate, policy: Policy) -> str:
             "planned where 16-bit or fp8 weights do not fit."
         )
     if candidate.plan_attrs.get("precision_changed") and precision in ("int8", "int4"):
+        why = (
+            "offered on the hardware you own, where 16-bit or fp8 weights do not fit, beside what would "
+            "serve it as asked"
+            if candidate.option.acquisition == "owned"
+            else "offered because no option serves it as asked"
+        )
         return (
             f"{precision} weights are a quality trade-off (int8 costs about 1-3% on benchmarks, int4 more, "
-            "most on small models, math and code): offered because no option serves it as asked."
+            f"most on small models, math and code): {why}."
         )
     return ""
 

@@ -171,14 +171,17 @@ class PlanChecks:
 
     def changes_request(self, spec: Spec, owned: bool = False) -> bool:
         """Whether the spec changes what was asked: its method or precision, or CPU offload the request
-        does not list. On hardware the user owns, offload is not a change: it costs time, not money,
-        and is how owned cards run what does not fit them (Answer.AI's FSDP-QLoRA trains a 70B model on
-        two 24 GB cards with it; rule offload-is-a-slow-last-resort still ranks it down)."""
+        does not list. On hardware the user owns, neither offload nor a quantized precision is planned
+        as a change: each costs time or quality, not money, and is how owned cards run what does not
+        fit them (Answer.AI's FSDP-QLoRA trains a 70B model on two 24 GB cards with offload; a 70B
+        model in AWQ int4 serves from two or four RTX 3090s, vLLM issue 6955). Rules
+        offload-is-a-slow-last-resort and quantization-escape-hatch-for-inference still rank them down,
+        and the plan's `precision_changed` still says so."""
         layout = spec.layout  # from the layout, not `spec_attrs`: most specs are never tried
         if layout.offload and not (self.offload_listed or owned):
             return True
         method_changed, precision_changed = self._changed(layout)
-        return method_changed or precision_changed
+        return method_changed or (precision_changed and not owned)
 
     def _changed(self, layout: Layout) -> tuple[bool, bool]:
         """Whether a layout changes the requested method, and the precision (QLoRA computes in 16

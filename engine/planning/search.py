@@ -490,8 +490,16 @@ def _cost_floor(option: Option, busy_hours: float | None) -> float:
 
 def as_asked(candidates: Sequence[Candidate]) -> list[Candidate]:
     """The candidates that keep the requested method and precision, when any does: a plan that
-    changes either is offered only when nothing runs the job as asked within the constraints."""
-    return [c for c in candidates if c.as_asked] or list(candidates)
+    changes either is offered only when nothing runs the job as asked within the constraints, except
+    a quantized plan on hardware the user owns, which weighs a quality trade-off against a purchase
+    (`PlanChecks.changes_request`)."""
+    kept = [c for c in candidates if c.as_asked or _owned_quantized(c)]
+    return kept if any(c.as_asked for c in kept) else list(candidates)
+
+
+def _owned_quantized(candidate: Candidate) -> bool:
+    attrs = candidate.plan_attrs
+    return candidate.option.acquisition == "owned" and not attrs["method_changed"]
 
 
 def identity_key(candidate: Candidate) -> tuple[str, int, str]:
