@@ -310,6 +310,7 @@ class Advisor:
                 precision if target is None or best_on_target is None else target.precision,
                 policy.role("budget"),
                 None if way_out is None else way_out.candidate,
+                found.owned,
             ),
             recommendations=[
                 recommendation(i + 1, r, policy, outcome, job, cited, providers, first_words(found, i))

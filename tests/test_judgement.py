@@ -320,6 +320,19 @@ def test_four_owned_3090s_serve_a_70b_model_quantized_rather_than_a_purchase() -
     assert bought and all(rec.precision == "fp8" for rec in bought)  # nothing bought is quantized
 
 
+def test_an_owned_card_that_runs_the_job_slowly_is_named_with_its_place() -> None:
+    """A LoRA run on an owned 12 GB RTX 3060 fits only as QLoRA with offload, for days; rented GPUs do
+    it in hours for less. The answer ranks the rentals first but says what the owned card would do and
+    where it ranks, rather than leaving its owner to wonder (or calling it ruled out)."""
+    answer = ask(
+        {"task": "lora", "model": "llama-3-1-8b", "seq_len": 2048, "batch_size": 1},
+        {"existing_hardware": [{"gpu": "nvidia-rtx-3060-12gb", "count": 1}]},
+    )
+    assert all(rec.acquisition != "owned" for rec in answer.recommendations)
+    assert "RTX 3060 12GB you own runs it (QLoRA" in answer.summary and "but ranks #" in answer.summary
+    assert "ruled out" not in answer.summary
+
+
 def test_without_owned_cards_a_quantized_plan_stays_the_last_resort() -> None:
     """The owned exception does not reach purchases: the same request without the 3090s gets fp8 plans,
     and bf16 on GPUs without fp8, only (rule quantization-escape-hatch-for-inference: int8 and int4 when

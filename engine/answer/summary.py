@@ -23,11 +23,13 @@ def summary(
     precision: str = "bf16",
     budget_rule: str | None = None,
     way_out: Candidate | None = None,
+    owned: Sequence[tuple[int, Ranked]] = (),
 ) -> str:
     """The answer's opening sentence; `precision` is what the job runs in as asked on the target
     hardware, when one was named (its plan in another precision says so); `budget_rule` is the rule
     holding the budget role, whose reason an infeasible answer also gives; `way_out` the option the
-    relaxation names, whose own rejection is the one quoted."""
+    relaxation names, whose own rejection is the one quoted; `owned` the best plan on each kind of
+    hardware the user owns, with its place in the ranking (`Found.owned`)."""
     subject = workload_words(job)
     if on_target is not None and (not top or top[0].candidate is not on_target):
         # The question was whether it runs on the target: answer that first.
@@ -57,31 +59,43 @@ def summary(
     if len(top) > 1:
         runner = top[1].candidate
         text += f" Next: {hardware(runner)} ({plan_words(runner)})."
-    return text + owned_words(top, rejections)
+    return text + owned_words(top, rejections, owned)
 
 
-def owned_words(top: Sequence[Ranked], rejections: Sequence[Rejection]) -> str:
-    """Why the hardware the user owns is not among the options, when a rule ruled it out: the first
-    thing its owner asks. Per GPU model, the rejection of the most of its cards (all the user owns,
-    where that was planned)."""
+def owned_words(
+    top: Sequence[Ranked], rejections: Sequence[Rejection], owned: Sequence[tuple[int, Ranked]] = ()
+) -> str:
+    """Why the hardware the user owns is not among the options: the first thing its owner asks. Where
+    it has a plan that ranks lower, that plan and its place; where a rule ruled it out, per GPU model,
+    the rejection of the most of its cards (all the user owns, where that was planned)."""
     if any(r.candidate.option.acquisition == "owned" for r in top):
         return ""
+    words = [_ranked_lower(place, found.candidate) for place, found in owned[:2]]
+    planned = {found.candidate.option.gpu.id for _, found in owned}
     most: dict[str, Rejection] = {}
     for rejection in rejections:
         option = rejection.option
-        if option.acquisition != "owned":  # most of the hundreds a search makes: skipped at once
+        if option.acquisition != "owned" or option.gpu.id in planned:  # most are skipped at once
             continue
         held = most.get(option.gpu.id)
         if held is None or option.count > held.option.count:
             most[option.gpu.id] = rejection
-    words = []
-    for rejection in list(most.values())[:2]:
+    for rejection in list(most.values())[: 2 - len(words)]:
         option = rejection.option
         count = f"{option.count} x " if option.count > 1 else ""
         reason = rejection.reason if rejection.reason.endswith(".") else rejection.reason + "."
         joint = ". " if reason[:1].isupper() else ": "  # a reason that is a sentence stays one
         words.append(f" The {count}{option.gpu.name} you own is ruled out{joint}{reason}")
     return "".join(words)
+
+
+def _ranked_lower(place: int, candidate: Candidate) -> str:
+    option = candidate.option
+    count = f"{option.count} x " if option.count > 1 else ""
+    return (
+        f" The {count}{option.gpu.name} you own runs it ({plan_words(candidate)}) but ranks #{place}: "
+        f"{speed_words(candidate)}, {total_words(candidate)}."
+    )
 
 
 def desktop_assumption(gpu_name: str, psu_watts: int, budget_usd: float | None) -> str:

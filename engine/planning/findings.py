@@ -45,6 +45,8 @@ class Found:
     target: OnTarget | None
     way_out: WayOut | None
     needs: Needs
+    owned: tuple[tuple[int, Ranked], ...] = ()
+    """the best plan on each kind of hardware the user owns, with its place in the ranking (1 first)"""
 
     def shown(self, count: int) -> Found:
         """The findings with only the first `count` options shown (what the rest plots is planned
@@ -88,7 +90,19 @@ def find(
     target = on_target(searcher, planner, ctx, request, ranked, search.rejections)
     way_out = None if top or not seek_way_out else find_way_out(planner, search, request.objective, measure)
     needs = needs_of(planner, planned_precision(top, planner), planned_checkpointing(top, planner.job))
-    return Found(search, top, beaten, target, way_out, needs)
+    return Found(search, top, beaten, target, way_out, needs, owned_places(ranked))
+
+
+def owned_places(ranked: Sequence[Ranked]) -> tuple[tuple[int, Ranked], ...]:
+    """The best-ranked plan on each kind of owned hardware, with its place (1 first)."""
+    seen: set[str] = set()
+    places = []
+    for place, found in enumerate(ranked, 1):
+        option = found.candidate.option
+        if option.acquisition == "owned" and option.gpu.id not in seen:
+            seen.add(option.gpu.id)
+            places.append((place, found))
+    return tuple(places)
 
 
 def find_choices(

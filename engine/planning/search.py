@@ -498,8 +498,10 @@ def as_asked(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def _owned_quantized(candidate: Candidate) -> bool:
-    attrs = candidate.plan_attrs
-    return candidate.option.acquisition == "owned" and not attrs["method_changed"]
+    """A plan on owned hardware that runs the job asked, or its quantized form (QLoRA for LoRA: the
+    planner plans no other change there as asked)."""
+    owned = candidate.option.acquisition == "owned"
+    return owned and (not candidate.plan_attrs["method_changed"] or candidate.spec.layout.method == "qlora")
 
 
 def identity_key(candidate: Candidate) -> tuple[str, int, str]:
