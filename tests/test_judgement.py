@@ -320,6 +320,17 @@ def test_four_owned_3090s_serve_a_70b_model_quantized_rather_than_a_purchase() -
     assert bought and all(rec.precision == "fp8" for rec in bought)  # nothing bought is quantized
 
 
+def test_a_stated_precision_is_kept_on_owned_cards_too() -> None:
+    """The owned exception is for a precision the request leaves open: asked for bf16, the 3090s are
+    ruled out (they would need 36.7 GB each), not answered in int4."""
+    answer = ask(
+        {"task": "inference", "model": "llama-3-1-70b", "precision": "bf16"},
+        {"acquisition": "buy", "existing_hardware": [{"gpu": "nvidia-rtx-3090", "count": 4}]},
+    )
+    assert all(rec.precision == "bf16" for rec in answer.recommendations)
+    assert "RTX 3090 you own is ruled out" in answer.summary
+
+
 def test_an_owned_card_that_runs_the_job_slowly_is_named_with_its_place() -> None:
     """A LoRA run on an owned 12 GB RTX 3060 fits only as QLoRA with offload, for days; rented GPUs do
     it in hours for less. The answer ranks the rentals first but says what the owned card would do and

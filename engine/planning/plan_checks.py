@@ -172,18 +172,20 @@ class PlanChecks:
     def changes_request(self, spec: Spec, owned: bool = False) -> bool:
         """Whether the spec changes what was asked: its method or precision, or CPU offload the request
         does not list. On hardware the user owns, neither offload nor a quantized form of the job (a
-        quantized precision; QLoRA for LoRA) is planned as a change: each costs time or quality, not
-        money, and is how owned cards run what does not fit them (Answer.AI's FSDP-QLoRA trains a 70B
-        model on two 24 GB cards with offload; a 70B model in AWQ int4 serves from two or four RTX
-        3090s, vLLM issue 6955). Rules offload-is-a-slow-last-resort and
-        quantization-escape-hatch-for-inference still rank them down, and the plan's
+        quantized precision where the request leaves it open; QLoRA for LoRA) is planned as a change:
+        each costs time or quality, not money, and is how owned cards run what does not fit them
+        (Answer.AI's FSDP-QLoRA trains a 70B model on two 24 GB cards with offload; a 70B model in AWQ
+        int4 serves from two or four RTX 3090s, vLLM issue 6955). Rules offload-is-a-slow-last-resort
+        and quantization-escape-hatch-for-inference still rank them down, and the plan's
         `precision_changed` and `method_changed` still say so."""
         layout = spec.layout  # from the layout, not `spec_attrs`: most specs are never tried
         if layout.offload and not (self.offload_listed or owned):
             return True
         method_changed, precision_changed = self._changed(layout)
-        if owned:
-            return method_changed and not (self.job.task == "lora" and layout.method == "qlora")
+        if owned:  # a precision the request states is kept, on owned cards too
+            quantized_form = self.job.task == "lora" and layout.method == "qlora"
+            precision_kept = not precision_changed or self.job.requested_precision is None
+            return (method_changed and not quantized_form) or not precision_kept
         return method_changed or precision_changed
 
     def _changed(self, layout: Layout) -> tuple[bool, bool]:

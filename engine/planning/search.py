@@ -498,8 +498,8 @@ def as_asked(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def _owned_quantized(candidate: Candidate) -> bool:
-    """A plan on owned hardware that runs the job asked, or its quantized form (QLoRA for LoRA: the
-    planner plans no other change there as asked)."""
+    """A plan on owned hardware that runs the job asked, or its quantized form (QLoRA for LoRA, int8 or
+    int4 weights where the request left precision open: `PlanChecks.changes_request`)."""
     owned = candidate.option.acquisition == "owned"
     return owned and (not candidate.plan_attrs["method_changed"] or candidate.spec.layout.method == "qlora")
 
