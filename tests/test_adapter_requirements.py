@@ -45,6 +45,7 @@ def test_inference_facts_are_the_weights_the_cache_and_their_ratio(kb: KB) -> No
     assert facts["sizing.inference_int8_gb"] == round(int8.total / GB, 3) < facts["sizing.inference_gb"]
     assert int8.activations + int8.overhead == rest
     assert facts["sizing.kv_to_weights_pct"] == round(kv_gb / 16.06 * 100, 2) == 6.69
+    assert facts["sizing.precision"] == "bf16"  # what the ratio's weights are figured in
     assert facts["sizing.task_gb"] == facts["sizing.inference_gb"]
     assert facts["sizing.per_user_tokens_per_s"] == 10.0  # default: twice reading speed
     assert facts["sizing.largest_gpu_gb"] == max(
@@ -190,3 +191,12 @@ def test_serving_assumptions_state_how_close_the_engines_speed_is_and_an_eager_h
     assert str(eager["decode_speed_band"]).startswith("predictions within 0.6-1.75 x")
     assert eager["decode_host_launch_s"] == pytest.approx(48 * 0.9e-3 * 1.22 * 1.49, abs=1e-4)
     assert "twofold" in str(eager["decode_host_launch_source"])
+
+
+def test_the_kv_ratio_names_the_precision_of_its_weights(kb: KB) -> None:
+    """The ratio is figured before any GPU is chosen: in the requested precision, 16 bits when the
+    request states none (a GPU with fp8 then halves the weights, and the ratio doubles)."""
+    stated = sizing_facts(job_of(kb, task="inference", model="llama-3-1-8b", precision="fp8"), kb)
+    unstated = sizing_facts(job_of(kb, task="inference", model="llama-3-1-8b"), kb)
+    assert (stated["sizing.precision"], unstated["sizing.precision"]) == ("fp8", "bf16")
+    assert stated["sizing.kv_to_weights_pct"] > unstated["sizing.kv_to_weights_pct"]

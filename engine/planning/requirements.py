@@ -60,8 +60,10 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
         "sizing.qlora_gb": _gb(task_total(job, "qlora", "nf4")),
         "sizing.largest_gpu_gb": max((g.usable_memory_gb or g.memory_gb) for g in kb.gpus.values()),
     }
-    inference = per_gpu(job, Layout("inference", precision if job.task == "inference" else "bf16"))
+    inference_precision = precision if job.task == "inference" else "bf16"
+    inference = per_gpu(job, Layout("inference", inference_precision))
     facts["sizing.weights_gb"] = _gb(inference.weights)
+    facts["sizing.precision"] = inference_precision
     facts["sizing.inference_gb"] = _gb(inference.total)
     facts["sizing.inference_int8_gb"] = _gb(task_total(job, "inference", "int8"))
     facts["sizing.inference_int4_gb"] = _gb(task_total(job, "inference", "int4"))
