@@ -127,6 +127,25 @@ def test_verdicts_say_fits_the_speed_and_the_price_as_it_is_paid(advisor: Adviso
     assert answer.best == 0  # what you own costs only its power
 
 
+@pytest.mark.parametrize(("precision", "best"), [(None, 0), ("bf16", 1)])
+def test_owned_cards_quantized_rank_as_recommend_ranks_them(
+    advisor: Advisor, precision: str | None, best: int
+) -> None:
+    """A comparison ranks the choices as POST /recommend ranks the same options: four owned 3090s in int8
+    (precision left open) before two RTX PRO 6000s to buy; with bf16 stated, the purchase (bf16 in TP2)
+    first."""
+    workload: dict[str, Any] = {"task": "inference", "model": "llama-3-1-70b"}
+    if precision is not None:
+        workload["precision"] = precision
+    compared = compare(
+        advisor,
+        {"workload": workload},
+        {"gpu": "nvidia-rtx-3090", "count": 4, "acquisition": "owned"},
+        {"gpu": "nvidia-rtx-pro-6000-blackwell", "count": 2, "acquisition": "buy"},
+    )
+    assert compared.best == best
+
+
 def test_a_choice_the_constraints_rule_out_says_which_rule(advisor: Advisor) -> None:
     request = {**SMALL, "constraints": {"acquisition": "buy", "budget_usd": 3000}}
     answer = compare(

@@ -83,7 +83,7 @@ def find(
     if not search.candidates:
         planner = every_plan
         search = searcher.search(planner, ctx, request.constraints.gpu_count)
-    ranked = rank(as_asked(search.candidates), request.objective, planner.per_user_tps)
+    ranked = rank(as_asked(search.candidates, planner.job), request.objective, planner.per_user_tps)
     top = ranked[: request.top_k]
     plotted = ranked[:MAX_TOP_K]
     beaten = {o.above: (o, plotted[o.below]) for o in outranked(plotted, request.objective, len(top))}

@@ -16,7 +16,7 @@ from engine.planning.candidates import Context
 from engine.planning.plan_checks import Rejection
 from engine.planning.planner import Candidate, Planner
 from engine.planning.ranking import Ranked, measure, rank
-from engine.planning.search import Searcher, as_asked
+from engine.planning.search import Searcher, as_asked, ranks_as_asked
 from engine.planning.target_fit import Fit, fit_of
 
 
@@ -59,7 +59,7 @@ def plan_on(
     every_plan = planner.asked_only(False)
     results = [every_plan.plan(o) for o in options]
     plans = [p for p in results if isinstance(p, Candidate)]
-    best = rank(as_asked(plans), planner.request.objective, planner.per_user_tps)
+    best = rank(as_asked(plans, planner.job), planner.request.objective, planner.per_user_tps)
     rejections = tuple(r for r in results if isinstance(r, Rejection))
     return OnHardware(best[0].candidate if best else None, rejections, len(options))
 
@@ -114,12 +114,13 @@ def choice_context(ctx: Context, choice: Choice) -> Context:
 
 
 def ranked_choices(judged: Sequence[Judged], planner: Planner) -> dict[int, Ranked]:
-    """The choices that have a plan, by index, best first: those that run the job as asked before those
-    that change its method or precision (as in a recommendation), then by the request's objective, then
-    in the order asked. Each score is the first's measure over its own."""
+    """The choices that have a plan, by index, best first: those that run the job as asked (or its
+    quantized form on owned hardware) before those that change its method or precision, as in a
+    recommendation (`search.ranks_as_asked`), then by the request's objective, then in the order
+    asked. Each score is the first's measure over its own."""
     objective, floor = planner.request.objective, planner.per_user_tps
     measured = sorted(
-        (not j.on.best.as_asked, measure(j.on.best, objective, floor), i, j.on.best)
+        (not ranks_as_asked(j.on.best, planner.job), measure(j.on.best, objective, floor), i, j.on.best)
         for i, j in enumerate(judged)
         if j.on.best
     )

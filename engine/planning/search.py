@@ -29,6 +29,7 @@ from engine.planning.memory import Layout
 from engine.planning.performance import method_utilization, training_flops, training_peak_flops
 from engine.planning.plan_checks import GROUP_VARYING, NO_FILTER, Rejection, tests_tell_apart
 from engine.planning.planner import Candidate, Planner
+from engine.planning.workload import Job
 from engine.reasoning.policy import Filter
 
 OPTION_BYTES = 2100
@@ -488,20 +489,26 @@ def _cost_floor(option: Option, busy_hours: float | None) -> float:
     return 0.0
 
 
-def as_asked(candidates: Sequence[Candidate]) -> list[Candidate]:
+def as_asked(candidates: Sequence[Candidate], job: Job) -> list[Candidate]:
     """The candidates that keep the requested method and precision, when any does: a plan that
     changes either is offered only when nothing runs the job as asked within the constraints, except
-    a quantized plan on hardware the user owns, which weighs a quality trade-off against a purchase
-    (`PlanChecks.changes_request`)."""
-    kept = [c for c in candidates if c.as_asked or _owned_quantized(c)]
+    the quantized form of the job on hardware the user owns (`ranks_as_asked`)."""
+    kept = [c for c in candidates if ranks_as_asked(c, job)]
     return kept if any(c.as_asked for c in kept) else list(candidates)
 
 
-def _owned_quantized(candidate: Candidate) -> bool:
-    """A plan on owned hardware that runs the job asked, or its quantized form (QLoRA for LoRA, int8 or
-    int4 weights where the request left precision open: `PlanChecks.changes_request`)."""
-    owned = candidate.option.acquisition == "owned"
-    return owned and (not candidate.plan_attrs["method_changed"] or candidate.spec.layout.method == "qlora")
+def ranks_as_asked(candidate: Candidate, job: Job) -> bool:
+    """Whether a plan ranks with those that run the job as asked: it keeps the requested method and
+    precision, or it is the quantized form of the job on hardware the user owns, which weighs a quality
+    trade-off against a purchase: QLoRA for LoRA, int8 or int4 weights where the request leaves the
+    precision open (`PlanChecks.changes_request`)."""
+    if candidate.as_asked:
+        return True
+    if candidate.option.acquisition != "owned":
+        return False
+    attrs, method = candidate.plan_attrs, candidate.spec.layout.method
+    method_kept = not attrs["method_changed"] or (job.task == "lora" and method == "qlora")
+    return method_kept and (not attrs["precision_changed"] or job.requested_precision is None)
 
 
 def identity_key(candidate: Candidate) -> tuple[str, int, str]:
