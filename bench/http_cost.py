@@ -11,7 +11,9 @@ not counted), against the engine's share of it, which each answer reports in its
 HTTP adds 10%. Measuring both in the same process at the same time keeps the machine's noise (±15%
 between processes here) out of the ratio. Version 1 (`/recommend`) and version 2 (`/v2/recommend`,
 sources cited by id) take turns each pass. The in-process figure (`Advisor.recommend` in this process)
-is reported beside them.
+is reported beside them, and so is the floor under the ratio: the JSON's writing (each answer's
+`encode-cpu`), a `/healthz` through the service, and a `/healthz` through uvicorn alone serving a bare
+ASGI app (bench/bare_app.py), whose difference is FastAPI's stack and the service's middleware.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Models and GPUs by the names people use: their KB id, an alias (for a model, a Hugging Face repo id
 such as `meta-llama/Llama-3.1-70B-Instruct` or a short name such as `llama3.1:8b`; for a GPU, `RTX
 4090` or `4090`), their name (`NVIDIA GeForce RTX 4090`), or, for a model, the repo's name without
-its owner; matched case-insensitively and
-with `.`, `_`, `:`, `/` and spaces read as `-`. An unknown name is answered with the closest known
-ones (difflib's ratio, Python's standard library)."""
+its owner; matched case-insensitively and with `.`, `_`, `:`, `/` and spaces read as `-`. An unknown
+name is answered with the closest known ones (difflib's ratio, Python's standard library)."""
 
 from __future__ import annotations
 

@@ -25,9 +25,7 @@ def with_gpu_ids(request: RecommendRequest, kb: KB) -> RecommendRequest:
     ]
     target = constraints.target_hardware
     aimed = None if target is None else gpu_by_id(target, kb, ("constraints", "target_hardware", "gpu"))
-    if aimed is target and all(
-        new is old for new, old in zip(owned, constraints.existing_hardware, strict=True)
-    ):
+    if aimed is target and _same(owned, constraints.existing_hardware):
         return request
     named = constraints.model_copy(update={"existing_hardware": owned, "target_hardware": aimed})
     return request.model_copy(update={"constraints": named})

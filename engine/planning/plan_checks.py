@@ -182,10 +182,8 @@ class PlanChecks:
         if layout.offload and not (self.offload_listed or owned):
             return True
         method_changed, precision_changed = self._changed(layout)
-        if owned:  # a precision the request states is kept, on owned cards too
-            quantized_form = self.job.task == "lora" and layout.method == "qlora"
-            precision_kept = not precision_changed or self.job.requested_precision is None
-            return (method_changed and not quantized_form) or not precision_kept
+        if owned:
+            return not runs_on_owned(self.job, layout.method, method_changed, precision_changed)
         return method_changed or precision_changed
 
     def _changed(self, layout: Layout) -> tuple[bool, bool]:
@@ -298,3 +296,11 @@ def _judged(
     if verdict is None:
         verdict = memo[value] = bool(holds(value))
     return verdict
+
+
+def runs_on_owned(job: Job, method: str, method_changed: bool, precision_changed: bool) -> bool:
+    """Whether a plan on hardware the user owns runs the job asked or its quantized form: QLoRA for
+    LoRA, and int8 or int4 weights where the request leaves the precision open (a stated precision is
+    kept, on owned cards too)."""
+    method_kept = not method_changed or (job.task == "lora" and method == "qlora")
+    return method_kept and (not precision_changed or job.requested_precision is None)

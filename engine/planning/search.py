@@ -27,7 +27,7 @@ from engine.planning.candidates import (
 from engine.planning.measures import complexity_of, preference_factor, slack_weight
 from engine.planning.memory import Layout
 from engine.planning.performance import method_utilization, training_flops, training_peak_flops
-from engine.planning.plan_checks import GROUP_VARYING, NO_FILTER, Rejection, tests_tell_apart
+from engine.planning.plan_checks import GROUP_VARYING, NO_FILTER, Rejection, runs_on_owned, tests_tell_apart
 from engine.planning.planner import Candidate, Planner
 from engine.planning.workload import Job
 from engine.reasoning.policy import Filter
@@ -504,11 +504,10 @@ def ranks_as_asked(candidate: Candidate, job: Job) -> bool:
     precision open (`PlanChecks.changes_request`)."""
     if candidate.as_asked:
         return True
-    if candidate.option.acquisition != "owned":
-        return False
-    attrs, method = candidate.plan_attrs, candidate.spec.layout.method
-    method_kept = not attrs["method_changed"] or (job.task == "lora" and method == "qlora")
-    return method_kept and (not attrs["precision_changed"] or job.requested_precision is None)
+    attrs = candidate.plan_attrs
+    return candidate.option.acquisition == "owned" and runs_on_owned(
+        job, candidate.spec.layout.method, bool(attrs["method_changed"]), bool(attrs["precision_changed"])
+    )
 
 
 def identity_key(candidate: Candidate) -> tuple[str, int, str]:
