@@ -311,6 +311,7 @@ class Advisor:
                 policy.role("budget"),
                 None if way_out is None else way_out.candidate,
                 found.owned,
+                found.owned_instead,
             ),
             recommendations=[
                 recommendation(i + 1, r, policy, outcome, job, cited, providers, first_words(found, i))

@@ -344,6 +344,21 @@ def test_an_owned_card_that_runs_the_job_slowly_is_named_with_its_place() -> Non
     assert "ruled out" not in answer.summary
 
 
+def test_an_owned_card_ruled_out_for_the_method_asked_says_what_it_runs_instead() -> None:
+    """A full fine-tune of an 8B model needs 38.7 GB a card even offloaded; an owned RTX 4090 cannot
+    hold it. The ranking keeps to the method asked (rentals), and the summary says what the card runs
+    instead, labelled not as asked, as a named target is answered."""
+    answer = ask(
+        {"task": "full_finetune", "model": "llama-3-1-8b", "seq_len": 2048, "batch_size": 4},
+        {"existing_hardware": [{"gpu": "nvidia-rtx-4090", "count": 1}]},
+    )
+    assert all(rec.method == "full_finetune" for rec in answer.recommendations)
+    assert "RTX 4090 you own is ruled out" in answer.summary
+    instead = answer.summary.split("RTX 4090 you own is ruled out")[1]
+    assert "It runs QLoRA fine-tuning" in instead or "It runs LoRA fine-tuning" in instead
+    assert "not as asked" in instead and "instead of fully fine-tuning" in instead
+
+
 def test_without_owned_cards_a_quantized_plan_stays_the_last_resort() -> None:
     """The owned exception does not reach purchases: the same request without the 3090s gets fp8 plans,
     and bf16 on GPUs without fp8, only (rule quantization-escape-hatch-for-inference: int8 and int4 when

@@ -24,12 +24,14 @@ def summary(
     budget_rule: str | None = None,
     way_out: Candidate | None = None,
     owned: Sequence[tuple[int, Ranked]] = (),
+    owned_instead: Sequence[Candidate] = (),
 ) -> str:
     """The answer's opening sentence; `precision` is what the job runs in as asked on the target
     hardware, when one was named (its plan in another precision says so); `budget_rule` is the rule
     holding the budget role, whose reason an infeasible answer also gives; `way_out` the option the
     relaxation names, whose own rejection is the one quoted; `owned` the best plan on each kind of
-    hardware the user owns, with its place in the ranking (`Found.owned`)."""
+    hardware the user owns, with its place in the ranking (`Found.owned`), and `owned_instead` what
+    the owned hardware with no such plan runs instead (`Found.owned_instead`)."""
     subject = workload_words(job)
     if on_target is not None and (not top or top[0].candidate is not on_target):
         # The question was whether it runs on the target: answer that first.
@@ -59,15 +61,21 @@ def summary(
     if len(top) > 1:
         runner = top[1].candidate
         text += f" Next: {hardware(runner)} ({plan_words(runner)})."
-    return text + owned_words(top, rejections, owned)
+    return text + owned_words(top, rejections, owned, owned_instead, job, precision)
 
 
 def owned_words(
-    top: Sequence[Ranked], rejections: Sequence[Rejection], owned: Sequence[tuple[int, Ranked]] = ()
+    top: Sequence[Ranked],
+    rejections: Sequence[Rejection],
+    owned: Sequence[tuple[int, Ranked]] = (),
+    instead: Sequence[Candidate] = (),
+    job: Job | None = None,
+    precision: str = "bf16",
 ) -> str:
     """Why the hardware the user owns is not among the options: the first thing its owner asks. Where
     it has a plan that ranks lower, that plan and its place; where a rule ruled it out, per GPU model,
-    the rejection of the most of its cards (all the user owns, where that was planned)."""
+    the rejection of the most of its cards (all the user owns, where that was planned), and what it
+    runs instead, where something does (`instead`)."""
     if any(r.candidate.option.acquisition == "owned" for r in top):
         return ""
     words = [_ranked_lower(place, found.candidate) for place, found in owned[:2]]
@@ -86,6 +94,12 @@ def owned_words(
         reason = rejection.reason if rejection.reason.endswith(".") else rejection.reason + "."
         joint = ". " if reason[:1].isupper() else ": "  # a reason that is a sentence stays one
         words.append(f" The {count}{option.gpu.name} you own is ruled out{joint}{reason}")
+        other = next((c for c in instead if c.option.gpu.id == option.gpu.id), None)
+        if other is not None and job is not None:
+            changed = substitute_words(other, job, precision)
+            words.append(
+                f" It runs {plan_words(other)}{changed} instead: {speed_words(other)}, {total_words(other)}."
+            )
     return "".join(words)
 
 

@@ -14,8 +14,8 @@ from engine.models.compare import Choice
 from engine.models.request import MAX_TOP_K, RecommendRequest
 from engine.models.response import Requirements
 from engine.planning.candidates import Context
-from engine.planning.on_hardware import Judged, OnTarget, judge, on_target, ranked_choices
-from engine.planning.planner import Planner
+from engine.planning.on_hardware import Judged, OnTarget, judge, on_target, plan_on, ranked_choices
+from engine.planning.planner import Candidate, Planner
 from engine.planning.ranking import Outranked, Ranked, measure, outranked, rank
 from engine.planning.requirements import requirements, workload_assumptions
 from engine.planning.search import Search, Searcher, as_asked
@@ -47,6 +47,9 @@ class Found:
     needs: Needs
     owned: tuple[tuple[int, Ranked], ...] = ()
     """the best plan on each kind of hardware the user owns, with its place in the ranking (1 first)"""
+    owned_instead: tuple[Candidate, ...] = ()
+    """for each kind of owned hardware with no plan in the ranking, its best plan that changes the
+    method or precision where the rules allow it: what its owner can run on it instead"""
 
     def shown(self, count: int) -> Found:
         """The findings with only the first `count` options shown (what the rest plots is planned
@@ -90,7 +93,30 @@ def find(
     target = on_target(searcher, planner, ctx, request, ranked, search.rejections)
     way_out = None if top or not seek_way_out else find_way_out(planner, search, request.objective, measure)
     needs = needs_of(planner, planned_precision(top, planner), planned_checkpointing(top, planner.job))
-    return Found(search, top, beaten, target, way_out, needs, owned_places(ranked))
+    owned = owned_places(ranked)
+    instead = owned_instead(searcher, planner, ctx, request, owned)
+    return Found(search, top, beaten, target, way_out, needs, owned, instead)
+
+
+def owned_instead(
+    searcher: Searcher,
+    planner: Planner,
+    ctx: Context,
+    request: RecommendRequest,
+    owned: Sequence[tuple[int, Ranked]],
+) -> tuple[Candidate, ...]:
+    """For each kind of hardware the user owns that has no plan in the ranking, all its cards planned
+    as a named target is (`on_hardware.plan_on`): the best plan that changes the method or precision
+    where the rules allow it. A full fine-tune an owned 24 GB card cannot hold runs there as LoRA:
+    its owner asks that next."""
+    planned = {found.candidate.option.gpu.id for _, found in owned}
+    instead = []
+    for item in request.constraints.existing_hardware:
+        if item.gpu not in planned:
+            best = plan_on(searcher, planner, ctx, item.gpu, item.count, "owned").best
+            if best is not None:
+                instead.append(best)
+    return tuple(instead)
 
 
 def owned_places(ranked: Sequence[Ranked]) -> tuple[tuple[int, Ranked], ...]:
