@@ -326,8 +326,7 @@ class Advisor:
         """The procurement report (engine/answer/report.py): the answer to `request` as it is, its
         cost-time chart plotting every option the ranking keeps (up to MAX_TOP_K), those beyond the
         `top_k` first listed on the page as plotted."""
-        request = with_gpu_ids(request, self.kb)
-        wide_request = request.model_copy(update={"top_k": MAX_TOP_K})
+        wide_request = request.model_copy(update={"top_k": MAX_TOP_K})  # `answers` reads GPU names
         answer, wide = self.answers(wide_request, (request.top_k, MAX_TOP_K))
         return report_html(request, answer, self.rules_by_id, plotted=wide.recommendations)
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from engine.answer.explain import hardware, held_words, plan_words, speed_words, total_words, workload_words
 from engine.answer.parts import substitute_words
 from engine.models.response import Relaxation
+from engine.planning.candidates import Option
 from engine.planning.plan_checks import Rejection
 from engine.planning.planner import Candidate
 from engine.planning.ranking import Ranked
@@ -90,10 +91,9 @@ def owned_words(
             most[option.gpu.id] = rejection
     for rejection in list(most.values())[: 2 - len(words)]:
         option = rejection.option
-        count = f"{option.count} x " if option.count > 1 else ""
         reason = rejection.reason if rejection.reason.endswith(".") else rejection.reason + "."
         joint = ". " if reason[:1].isupper() else ": "  # a reason that is a sentence stays one
-        words.append(f" The {count}{option.gpu.name} you own is ruled out{joint}{reason}")
+        words.append(f" The {_cards(option)} you own is ruled out{joint}{reason}")
         other = next((c for c in instead if c.option.gpu.id == option.gpu.id), None)
         if other is not None and job is not None:
             changed = substitute_words(other, job, precision)
@@ -104,12 +104,15 @@ def owned_words(
 
 
 def _ranked_lower(place: int, candidate: Candidate) -> str:
-    option = candidate.option
-    count = f"{option.count} x " if option.count > 1 else ""
     return (
-        f" The {count}{option.gpu.name} you own runs it ({plan_words(candidate)}) but ranks #{place}: "
+        f" The {_cards(candidate.option)} you own runs it ({plan_words(candidate)}) but ranks #{place}: "
         f"{speed_words(candidate)}, {total_words(candidate)}."
     )
+
+
+def _cards(option: Option) -> str:
+    """`4 x NVIDIA GeForce RTX 3090`, or the GPU's name alone for one."""
+    return f"{option.count} x {option.gpu.name}" if option.count > 1 else option.gpu.name
 
 
 def desktop_assumption(gpu_name: str, psu_watts: int, budget_usd: float | None) -> str:

@@ -64,9 +64,14 @@ def attention_params_per_layer(shape: TransformerShape) -> int:
     if shape.is_mla:
         return mla_attention_params_per_layer(shape)
     h, q, k = shape.hidden_size, shape.q_dim, shape.kv_dim
-    weights = h * q + 2 * h * k + q * h + (h * q if shape.attention_output_gate else 0)
     biases = (q + 2 * k if shape.qkv_bias else 0) + (h if shape.o_bias else 0)
-    return weights + biases
+    return _attention_matrices(shape) + biases
+
+
+def _attention_matrices(shape: TransformerShape) -> int:
+    """Q, K, V and O's weight matrices, and gated attention's output gate: ``h*q + 2*h*k + q*h (+ h*q)``."""
+    h, q, k = shape.hidden_size, shape.q_dim, shape.kv_dim
+    return h * q + 2 * h * k + q * h + (h * q if shape.attention_output_gate else 0)
 
 
 def mla_attention_params_per_layer(shape: TransformerShape) -> int:
@@ -253,12 +258,12 @@ def linear_weight_params(shape: TransformerShape) -> int:
     16-bit by bitsandbytes, artidoro/qlora ``qlora.py`` and GPTQ/AWQ checkpoints), norms, biases, the
     small MoE router and a vision tower stay in 16-bit.
     """
-    h, q, k = shape.hidden_size, shape.q_dim, shape.kv_dim
+    h = shape.hidden_size
     if shape.is_mla:
         latent_norms = (shape.q_lora_rank or 0) + (shape.kv_lora_rank or 0)
         attention = mla_attention_params_per_layer(shape) - latent_norms
     else:
-        attention = h * q + 2 * h * k + q * h + (h * q if shape.attention_output_gate else 0)
+        attention = _attention_matrices(shape)
     matrices = 3 if shape.mlp == "gated" else 2
     dense = shape.n_dense_layers * matrices * h * shape.intermediate_size
     experts_per_layer = shape.n_experts + shape.n_shared_experts
