@@ -132,15 +132,41 @@ def plan_words(candidate: Candidate) -> str:
     layout = candidate.spec.layout
     words = f"{TASK_WORDS.get(layout.method, layout.method)} in {layout.precision}"
     if candidate.spec.parallelism:
-        words += " with " + " + ".join(candidate.spec.parallelism)
-        if layout.tp > 1:
-            words += f" (degree {layout.tp})"
+        words += " with " + parallelism_words(candidate)
     if layout.checkpointing:
         words += ", activation checkpointing on"
     if candidate.memory.host > 0:  # what ZeRO-Offload needs of each node, said where the plan is
         per_node = candidate.memory.host * candidate.option.gpus_per_node / GB
         words += f", {per_node:,.0f} GB of host RAM per node for the offloaded states"
     return words
+
+
+def parallelism_words(candidate: Candidate) -> str:
+    """'pipeline-parallel (degree 2)', 'zero-3 + hybrid-shard'; 'one GPU' for none."""
+    spec = candidate.spec
+    if not spec.parallelism:
+        return "one GPU"
+    words = " + ".join(spec.parallelism)
+    return words + (f" (degree {spec.layout.tp})" if spec.layout.tp > 1 else "")
+
+
+def faster_layout_words(candidate: Candidate) -> str:
+    """Under the `fastest` objective, the layout taken over the one preferred first, with both speeds."""
+    slower = candidate.passed_over
+    if slower is None:
+        return ""
+    if candidate.spec.layout.method == "inference":
+        taken, passed = candidate.speed.tokens_per_s, slower.speed.tokens_per_s
+        figures = f"{taken:,.0f} tokens/s per sequence against {passed:,.0f}"
+    elif candidate.run_hours is not None and slower.run_hours is not None:
+        figures = f"{candidate.run_hours:,.1f} h for the run against {slower.run_hours:,.1f} h"
+    else:
+        figures = (
+            f"{candidate.speed.aggregate_tokens_per_s * candidate.copies:,.0f} training tokens/s against "
+            f"{slower.speed.aggregate_tokens_per_s * slower.copies:,.0f}"
+        )
+    words = f"{parallelism_words(candidate)} rather than {parallelism_words(slower)}"
+    return f"{words[:1].upper()}{words[1:]}, the faster layout on these GPUs, as asked: {figures}."
 
 
 def precision_words(candidate: Candidate, policy: Policy) -> str:
@@ -252,6 +278,8 @@ def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
         first[:1].upper() + first[1:],  # the one name that starts in lower case: "your own computer's"
         f"{need_words(candidate, vram)}; {speed_words(candidate)}; {cost_words(candidate)}.",
     ]
+    if layout := faster_layout_words(candidate):
+        parts.append(layout)
     if precision := precision_words(candidate, policy):
         parts.append(precision)
     if hosted := host_words(candidate):

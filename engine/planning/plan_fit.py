@@ -36,7 +36,7 @@ class SizedSpec:
     total: float = 0.0
     speeds: dict[tuple[str, float, float, float, float, int], Speed | None] = field(default_factory=dict)
     """the spec's speed by GPU model, links (gpu-to-gpu, inter-node, host, latency) and nodes; filled by
-    `Planner._try`, shared with relaxed planners as the entries are (speed ignores filters)"""
+    `planner.plan_entry`, shared with relaxed planners as the entries are (speed ignores filters)"""
 
 
 MEMO_BYTES = 4096

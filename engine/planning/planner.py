@@ -49,6 +49,8 @@ from engine.reasoning.policy import (
 )
 from engine.sizing import GB
 
+SECONDS_PER_HOUR = 3600.0
+
 
 @dataclass(slots=True, eq=False)
 class Candidate:
@@ -73,6 +75,9 @@ class Candidate:
     reported_gb: float | None = None
     """the memory the driver reports on each GPU, GB: what the fit and `headroom_pct` are measured
     against (an H100 80GB reports 81,559 MiB, 85.5 GB)"""
+    passed_over: Candidate | None = None
+    """the `fastest` objective: the plan the layouts' preference order comes to first, where a faster
+    layout of the same method and precision was taken instead"""
 
     @property
     def gpu_count(self) -> int:
@@ -95,6 +100,18 @@ class Candidate:
         a service or a run sized by `job_hours`."""
         hours = self.plan_attrs["run_hours"]
         return float(hours) if hours else None
+
+    @property
+    def wall_clock_s(self) -> float:
+        """T, what the `fastest` objective ranks by: a run's hours in seconds (training, or a corpus to
+        embed); for serving, the seconds one sequence waits per token."""
+        hours = self.run_hours
+        if hours is not None:
+            return hours * SECONDS_PER_HOUR
+        if self.spec.layout.method != "inference":
+            # a run sized by `job_hours`: every option takes those hours; the faster one does more
+            return 1.0 / max(self.speed.aggregate_tokens_per_s * self.copies, 1e-12)
+        return 1.0 / max(self.speed.tokens_per_s, 1e-12)
 
     @property
     def as_asked(self) -> bool:
@@ -266,8 +283,16 @@ class Planner:
         )
         if known is not None and known > usable:
             return self._none_fits(option, known)
-        # Specs in preference order: most options take an early one.
+        # Specs in preference order: most options take an early one. The `fastest` objective takes the
+        # fastest layout of the first method and precision that plans: on two B200s a pipeline decodes
+        # a mixture of experts faster than tensor parallelism, whose expert matrices split in two
+        # (MOE_TP_GROWTH), and preference order alone would plan the slower.
+        fastest = self.request.objective == "fastest"
+        best: Candidate | None = None
+        first_plan: Candidate | None = None
         for entry in self.fit.planned(option.count, option.gpus_per_node, native, owned):
+            if best is not None and not _same_form(best.spec, entry.spec):
+                break
             memory = entry.memory or self.fit.sized(entry).memory  # inline check: the hot path
             assert memory is not None
             if entry.total > usable:
@@ -277,12 +302,17 @@ class Planner:
                 host_short = host  # CPU offload needs more RAM than the machine has
                 continue
             fitted = True
-            outcome = self._try(option, entry, memory)
+            outcome = plan_entry(self, option, entry, memory)
             if isinstance(outcome, Candidate):
-                return outcome
-            if outcome is not None:
+                if not fastest:
+                    return outcome
+                first_plan = first_plan or outcome
+                best = outcome if best is None or outcome.wall_clock_s < best.wall_clock_s else best
+            elif outcome is not None and best is None:
                 rules.add(outcome.rule)
                 first = first or outcome
+        if best is not None:
+            return best if best is first_plan else replace(best, passed_over=first_plan)
         if fitted:
             return None if first is None else Rejection(option, first.rule, first.reason, frozenset(rules))
         if host_short is not None:
@@ -294,64 +324,71 @@ class Planner:
             return None  # no layout for this many GPUs (no multi-GPU strategy applies)
         return Rejection(option, self.checks.fits_rule, self.fit.too_small(option, least))
 
-    def _try(self, option: Option, entry: SizedSpec, memory: Breakdown) -> Candidate | Rejection | None:
-        """The plan of the entry's spec on the option, which fits its memory (`memory` per GPU)."""
-        spec, job, links = entry.spec, self.job, option.links
-        # A key of plain values: hashing the Layout and Links dataclasses per plan costs more.
-        key = (option.gpu.id, links.gpu_to_gpu, links.inter_node, links.host, links.latency_s, option.nodes)
-        speeds = entry.speeds
-        if key in speeds:
-            speed = speeds[key]
-        else:
-            speed = speeds[key] = speed_of(job, self.fit, option, spec.layout)
-        if speed is None:
-            return None
-        copies = copies_needed(self, speed)
-        hours = run_hours_of(job, speed, copies)
-        run_hours = hours if hours is not None else job.job_hours
-        checks = self.checks.memo.spec_checks.get(id(spec)) or self.checks.checks(spec)
-        option_attrs, gpus, c = option.attrs, option.count * copies, self.request.constraints
-        # One dict literal, in the order `count_attrs` and the rest used to be added.
-        plan: dict[str, Scalar] = {
-            **checks.attrs,
-            "precision_native": True if checks.native is None else bool(option_attrs[checks.native]),
-            "fits": True,  # only specs that fit are tried
-            "within_max_gpus": c.max_gpus is None or gpus <= c.max_gpus,
-            "matches_gpu_count": c.gpu_count is None or gpus == c.gpu_count,
-            "gpu_count": gpus,
-            "finishes_in_time": job.deadline_hours is None or hours is None or hours <= job.deadline_hours,
-            "run_hours": hours or 0.0,
-            "fast_enough_per_user": self.per_user_tps is None or speed.tokens_per_s >= self.per_user_tps,
-        }
-        priced: Costs | None = None
-        # Costs are computed when a filter needs `within_budget`, or once every filter has passed:
-        # most rejected plans never need them. Filters still run in the policy's order.
-        for rule_filter, rest, needs_budget in checks.filters:
-            if needs_budget and priced is None:
-                priced = self.pricing.priced(option, copies, run_hours, speed, plan)
-            if (rest is not None and passes_residual(rest, plan, option_attrs)) != rule_filter.keep_matching:
-                return Rejection(option, rule_filter.rule, _with_figures(rule_filter, speed, hours))
-        if priced is None:
-            priced = self.pricing.priced(option, copies, run_hours, speed, plan)
-        matched = [
-            p for p, rest in checks.preferences if not rest or passes_residual(rest, plan, option_attrs)
-        ]
-        reported, held = reported_bytes(option.gpu), on_device(memory, option.gpu)
-        return Candidate(
-            option=option,
-            spec=spec,
-            memory=held,
-            headroom_pct=(1 - held.total / reported) * 100,
-            speed=speed,
-            copies=copies,
-            costs=priced,
-            plan_attrs=plan,
-            preference=sum(p.weight for p in matched),
-            preferred_by=tuple(p.rule for p in matched),
-            spares=self.spares,
-            reported_gb=reported / GB,
-            deadline_share=None if hours is None or not job.deadline_hours else hours / job.deadline_hours,
-        )
+
+def plan_entry(
+    planner: Planner, option: Option, entry: SizedSpec, memory: Breakdown
+) -> Candidate | Rejection | None:
+    """The plan of the entry's spec on the option, which fits its memory (`memory` per GPU): its speed,
+    copies, the rules' filters and preferences, and its cost."""
+    spec, job, links = entry.spec, planner.job, option.links
+    # A key of plain values: hashing the Layout and Links dataclasses per plan costs more.
+    key = (option.gpu.id, links.gpu_to_gpu, links.inter_node, links.host, links.latency_s, option.nodes)
+    speeds = entry.speeds
+    if key in speeds:
+        speed = speeds[key]
+    else:
+        speed = speeds[key] = speed_of(job, planner.fit, option, spec.layout)
+    if speed is None:
+        return None
+    copies = copies_needed(planner, speed)
+    hours = run_hours_of(job, speed, copies)
+    run_hours = hours if hours is not None else job.job_hours
+    checks = planner.checks.memo.spec_checks.get(id(spec)) or planner.checks.checks(spec)
+    option_attrs, gpus, c = option.attrs, option.count * copies, planner.request.constraints
+    # One dict literal, in the order `count_attrs` and the rest used to be added.
+    plan: dict[str, Scalar] = {
+        **checks.attrs,
+        "precision_native": True if checks.native is None else bool(option_attrs[checks.native]),
+        "fits": True,  # only specs that fit are tried
+        "within_max_gpus": c.max_gpus is None or gpus <= c.max_gpus,
+        "matches_gpu_count": c.gpu_count is None or gpus == c.gpu_count,
+        "gpu_count": gpus,
+        "finishes_in_time": job.deadline_hours is None or hours is None or hours <= job.deadline_hours,
+        "run_hours": hours or 0.0,
+        "fast_enough_per_user": planner.per_user_tps is None or speed.tokens_per_s >= planner.per_user_tps,
+    }
+    priced: Costs | None = None
+    # Costs are computed when a filter needs `within_budget`, or once every filter has passed:
+    # most rejected plans never need them. Filters still run in the policy's order.
+    for rule_filter, rest, needs_budget in checks.filters:
+        if needs_budget and priced is None:
+            priced = planner.pricing.priced(option, copies, run_hours, speed, plan)
+        if (rest is not None and passes_residual(rest, plan, option_attrs)) != rule_filter.keep_matching:
+            return Rejection(option, rule_filter.rule, _with_figures(rule_filter, speed, hours))
+    if priced is None:
+        priced = planner.pricing.priced(option, copies, run_hours, speed, plan)
+    matched = [p for p, rest in checks.preferences if not rest or passes_residual(rest, plan, option_attrs)]
+    reported, held = reported_bytes(option.gpu), on_device(memory, option.gpu)
+    return Candidate(
+        option=option,
+        spec=spec,
+        memory=held,
+        headroom_pct=(1 - held.total / reported) * 100,
+        speed=speed,
+        copies=copies,
+        costs=priced,
+        plan_attrs=plan,
+        preference=sum(p.weight for p in matched),
+        preferred_by=tuple(p.rule for p in matched),
+        spares=planner.spares,
+        reported_gb=reported / GB,
+        deadline_share=None if hours is None or not job.deadline_hours else hours / job.deadline_hours,
+    )
+
+
+def _same_form(a: Spec, b: Spec) -> bool:
+    """the same method and precision (layouts apart)"""
+    return a.layout.method == b.layout.method and a.layout.precision == b.layout.precision
 
 
 def copies_needed(planner: Planner, speed: Speed) -> int:
@@ -391,7 +428,7 @@ def on_device(memory: Breakdown, gpu: Gpu) -> Breakdown:
 
 def speed_of(job: Job, fit: PlanFit, option: Option, layout: Layout) -> Speed | None:
     """Tokens/s of a layout on an option's GPUs; the same for every offer and price of them
-    (`Planner._try` keeps them per spec entry). Its decode and training work is sized once per
+    (`plan_entry` keeps them per spec entry). Its decode and training work is sized once per
     layout (`fit.memo`)."""
     memo = fit.memo
     if layout.method == "inference":

@@ -31,7 +31,6 @@ from math import inf
 from engine.planning.measures import complexity_of, preference_factor, slack_weight
 from engine.planning.planner import Candidate
 
-SECONDS_PER_HOUR = 3600.0
 SPEED_CREDIT = 3.0
 """balanced serving: speed counts up to three times the per-user floor (30 tokens/s at the default 10)"""
 
@@ -72,16 +71,8 @@ def slack_factor(candidate: Candidate) -> float:
 
 
 def wall_clock(candidate: Candidate) -> float:
-    """T: a run's hours in seconds (training, or a corpus to embed); for serving, the seconds one
-    sequence waits per token."""
-    speed = candidate.speed
-    hours = candidate.run_hours
-    if hours is not None:
-        return hours * SECONDS_PER_HOUR
-    if candidate.spec.layout.method != "inference":
-        # a run sized by `job_hours`: every option takes those hours; the faster one does more
-        return 1.0 / max(speed.aggregate_tokens_per_s * candidate.copies, 1e-12)
-    return 1.0 / max(speed.tokens_per_s, 1e-12)
+    """T (`Candidate.wall_clock_s`)."""
+    return candidate.wall_clock_s
 
 
 def complexity(candidate: Candidate) -> float:

@@ -1,0 +1,64 @@
+"""The `fastest` objective plans each option in its fastest layout, not the first the preference order
+reaches. For a mixture of experts one sequence decodes faster through a pipeline than through tensor
+parallelism, whose split expert matrices cost more per layer (engine/sizing/serving_engines.py,
+MOE_TP_GROWTH, fitted to DeepSeek-V3 on 8 H200s under SGLang, PR 2643): planned in preference order, the
+fastest two B200s for Qwen3-235B-A22B were a tensor-parallel pair at 52 tokens/s, and a pipeline over
+16 B200s on two nodes, as fast as one GPU and eight times the price, ranked above them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from engine.models.request import RecommendRequest
+from engine.models.response import RecommendResponse
+from tests.golden_support import advisor
+
+
+def ask(model: str, objective: str, **constraints: Any) -> RecommendResponse:
+    body = {
+        "workload": {"task": "inference", "model": model},
+        "constraints": {"acquisition": "rent", **constraints},
+        "objective": objective,
+        "top_k": 5,
+    }
+    return advisor().recommend(RecommendRequest.model_validate(body))
+
+
+def test_fastest_moe_serving_takes_the_pipeline_on_the_fewest_gpus() -> None:
+    answer = ask("qwen3-235b-a22b", "fastest")
+    b200 = [r for r in answer.recommendations if r.gpu == "nvidia-b200"]
+    assert b200, [r.gpu for r in answer.recommendations]
+    pair = b200[0]
+    assert pair.gpu_count == 2 and pair.parallelism == ["pipeline-parallel"]
+    # as fast as one GPU (the stages read one after another); the pair in tensor parallel is slower
+    said = re.search(
+        r"than tensor-parallel \(degree 2\).*: (\d+) tokens/s per sequence against (\d+)", pair.why
+    )
+    assert said, pair.why
+    taken, passed = int(said.group(1)), int(said.group(2))
+    assert taken == round(pair.throughput.tokens_per_s) and passed < taken
+    # no option spans more GPUs than it needs to be the fastest of its kind
+    assert max(r.gpu_count for r in answer.recommendations) <= 4, [
+        (r.gpu, r.gpu_count) for r in answer.recommendations
+    ]
+
+
+def test_other_objectives_keep_the_preference_order() -> None:
+    """balanced: tensor parallelism first where the GPUs have NVLink (rule
+    tensor-parallel-for-models-beyond-one-gpu); no sentence about a layout taken for speed."""
+    answer = ask("qwen3-235b-a22b", "balanced", gpu_classes=["datacenter"])
+    linked = ("nvlink", "nvswitch")
+    multi = [r for r in answer.recommendations if r.gpu_count > 1 and r.interconnect in linked]
+    assert multi
+    assert all(r.parallelism == ["tensor-parallel"] for r in multi), [(r.gpu, r.parallelism) for r in multi]
+    assert not any("the faster layout on these GPUs" in r.why for r in answer.recommendations)
+
+
+def test_fastest_dense_serving_keeps_tensor_parallelism() -> None:
+    """A dense model's weights stream from every GPU at once in tensor parallelism, so it stays the
+    fastest layout: Llama 3.1 70B's fastest plans split each layer eight ways."""
+    answer = ask("llama-3-1-70b", "fastest")
+    first = answer.recommendations[0]
+    assert first.parallelism == ["tensor-parallel"] and first.tp_degree == 8
+    assert not any("the faster layout on these GPUs" in r.why for r in answer.recommendations)
