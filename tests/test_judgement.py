@@ -803,8 +803,8 @@ def test_a_service_is_not_planned_on_a_gpu_its_engine_does_not_run_on(
 ) -> None:
     """rules/libraries/vllm-needs-turing.yaml and sglang-needs-ampere.yaml: an 8B service at 300
     requests a minute on spot capacity was put on 4 x V100 (7.0) for vLLM, whose releases run on 7.5 and
-    newer (vLLM's GPU installation page); SGLang's kernels need 8.0. Owned V100s serve it once the
-    request names Transformers as its engine."""
+    newer (vLLM's GPU installation page); SGLang's kernels need 8.0. Eight owned V100s serve it once the
+    request names Transformers as its engine (four carry half the rate: tests/test_operating_point.py)."""
     serving: dict[str, Any] = {"requests_per_min": 300, "avg_input_tokens": 1000, "avg_output_tokens": 300}
     if engine is not None:
         serving["engine"] = engine
@@ -812,7 +812,7 @@ def test_a_service_is_not_planned_on_a_gpu_its_engine_does_not_run_on(
     answer = ask(workload, {"acquisition": "rent", "interruptible": True}, top_k=10)
     assert answer.feasible
     assert not [r.gpu for r in answer.recommendations if r.gpu.startswith(too_old)]
-    owned = {"existing_hardware": [{"gpu": "nvidia-v100-sxm2-16gb", "count": 4}]}
+    owned = {"existing_hardware": [{"gpu": "nvidia-v100-sxm2-16gb", "count": 8}]}
     refused = ask(workload, owned)
     assert refused.recommendations[0].acquisition != "owned"
     assert any(r.gpu == "nvidia-v100-sxm2-16gb" and "engine" in r.reason for r in refused.rejected)

@@ -10,6 +10,7 @@ communication with compute is assumed, so times are upper bounds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import floor
 
 from engine.models.kb import Gpu
@@ -27,6 +28,7 @@ from engine.sizing import (
     GB,
     LORA_ALL_LINEAR,
     TFLOPS,
+    TransformerShape,
     attended_layer_tokens,
     decode_bytes_per_step,
     forward_flops_per_token,
@@ -141,6 +143,8 @@ class DecodeWork:
     prefill_norm_bytes: float = 0.0
     """bytes a prompt token's norms move on an engine that runs them eagerly
     (EngineProfile.prefill_norm_bytes x the elements its layers normalise); 0 for an encoder"""
+    kv_per_sequence: float = 0.0
+    """the KV cache one sequence reads a step (0 for an encoder)"""
 
 
 def params_read(job: Job, tokens: int) -> float:
@@ -153,7 +157,14 @@ def params_read(job: Job, tokens: int) -> float:
         # the total as the tokens grow (moe_expected_experts' formula with that share)
         share = job.active_params / job.params
         return job.params * (1.0 - (1.0 - share) ** tokens)
-    return moe_decode_params_read(job.shape, tokens) * job.params / total_params(job.shape)
+    return job.params * _share_read(job.shape, tokens)
+
+
+@lru_cache(maxsize=4096)
+def _share_read(shape: TransformerShape, tokens: int) -> float:
+    """The share of a model's parameters a forward pass over `tokens` reads (`moe_decode_params_read`
+    over the total): kept, as a serving plan's batch search asks it of one shape many times."""
+    return moe_decode_params_read(shape, tokens) / total_params(shape)
 
 
 def decode_work(job: Job, layout: Layout) -> DecodeWork:
@@ -165,7 +176,8 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
     # each sequence's cache as held: capped by a sliding window, and a recurrent layer's fixed state
     # in place of its keys and values
     kv_per_sequence = model_kv_cache_bytes(job.shape, context, 1, dtype=kv_dtype(job, layout.precision))
-    step_bytes = decode_bytes_per_step(weight_bytes, 0.0 if job.reads_only else kv_per_sequence, sequences)
+    kv_per_sequence = 0.0 if job.reads_only else kv_per_sequence
+    step_bytes = decode_bytes_per_step(weight_bytes, kv_per_sequence, sequences)
     prompt = job.serving.avg_input_tokens if job.serving is not None else job.seq_len
     prompt = context if job.reads_only else max(1, min(prompt, context))
     shape = job.shape
@@ -191,6 +203,28 @@ def decode_work(job: Job, layout: Layout) -> DecodeWork:
         prefill_share=prefill_share(job),
         gathered_bytes=gathered_bytes,
         prefill_norm_bytes=0.0 if job.encoder else _prefill_norm_bytes(job),
+        kv_per_sequence=kv_per_sequence,
+    )
+
+
+def decode_work_at(job: Job, layout: Layout, work: DecodeWork, sequences: int) -> DecodeWork:
+    """`work` (the layout's, sized by `decode_work`) for `sequences` a replica instead: only what the
+    batch changes is sized again (the weights a step streams and gathers, the KV cache it reads, the
+    weights the prompts visit), a fifth of `decode_work`'s cost for a serving plan's batch search."""
+    per_param = weight_bytes_per_param(weight_precision(layout.precision))
+    weight_bytes, gathered_bytes = _streamed_and_gathered(job, sequences, per_param)
+    return DecodeWork(  # each field named: `dataclasses.replace` takes twice as long
+        sequences=sequences,
+        step_bytes=decode_bytes_per_step(weight_bytes, work.kv_per_sequence, sequences),
+        weight_bytes=weight_bytes,
+        prompt_weight_bytes=params_read(job, sequences * work.prompt_tokens) * per_param,
+        flops_per_token=work.flops_per_token,
+        prefill_flops_per_token=work.prefill_flops_per_token,
+        prompt_tokens=work.prompt_tokens,
+        prefill_share=work.prefill_share,
+        gathered_bytes=gathered_bytes,
+        prefill_norm_bytes=work.prefill_norm_bytes,
+        kv_per_sequence=work.kv_per_sequence,
     )
 
 

@@ -5,13 +5,14 @@ a GPU count needs, by which most options are judged without walking their specs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engine.models.kb import Gpu
 from engine.models.rule import Scalar
 from engine.planning.bounded_cache import BoundedCache
 from engine.planning.candidates import Option
 from engine.planning.memory import Breakdown, Layout, per_gpu, reported_bytes, serving_budget
+from engine.planning.operating_point import FleetPlan
 from engine.planning.performance import DecodeWork, Speed, TrainingWork
 from engine.planning.plan_space import PlanSpace, Spec, plan_specs
 from engine.planning.workload import Job
@@ -27,6 +28,10 @@ so a plan sized at its edge starts only if the sizing is not low: serving memory
 0.97-1.15x of what 99 runs measured (data/calibration, median 1.00), and its band allows 5% under."""
 
 
+SpeedKey = tuple[str, float, float, float, float, int]
+"""GPU model, links (gpu-to-gpu, inter-node, host, latency) and nodes: what a spec's speed depends on"""
+
+
 @dataclass(slots=True)
 class SizedSpec:
     """A spec and, once needed, its memory per GPU (filled in place: the workload's cache)."""
@@ -34,9 +39,11 @@ class SizedSpec:
     spec: Spec
     memory: Breakdown | None = None
     total: float = 0.0
-    speeds: dict[tuple[str, float, float, float, float, int], Speed | None] = field(default_factory=dict)
+    speeds: dict[SpeedKey, Speed | None] = field(default_factory=dict)
     """the spec's speed by GPU model, links (gpu-to-gpu, inter-node, host, latency) and nodes; filled by
     `planner.plan_entry`, shared with relaxed planners as the entries are (speed ignores filters)"""
+    points: dict[SpeedKey, FleetPlan | None] = field(default_factory=dict)
+    """a serving fleet's plan at its operating point on each GPU model and links (`fleet_plans`)"""
 
 
 MEMO_BYTES = 4096
@@ -123,6 +130,8 @@ class SizingMemo:
     it (`Planner.without`, `Planner.asked_only`), and the requests with its key (`SizingCache`)."""
 
     memory: dict[Layout, Breakdown] = field(default_factory=dict)
+    least_held: dict[Layout, Breakdown] = field(default_factory=dict)
+    """a serving fleet's layouts at one sequence a replica (`PlanFit.need`)"""
     spec_entries: dict[tuple[int, int], list[SizedSpec]] = field(default_factory=dict)
     asked_entries: dict[tuple[int, int, bool, bool, bool], list[SizedSpec]] = field(default_factory=dict)
     least_memory: dict[tuple[int, int, bool, bool, bool], float] = field(default_factory=dict)
@@ -167,6 +176,16 @@ class PlanFit:
         found = self.memo.memory.get(layout)
         if found is None:
             found = self.memo.memory[layout] = per_gpu(self.job, layout)
+        return found
+
+    def need(self, layout: Layout) -> Breakdown:
+        """What a layout needs on each GPU to run at all: the job's batch, or for a serving fleet one
+        sequence a replica (how many it holds is its operating point on a GPU: operating_point.py)."""
+        if not self.job.batch_from_serving:
+            return self.memory(layout)
+        found = self.memo.least_held.get(layout)
+        if found is None:
+            found = self.memo.least_held[layout] = per_gpu(replace(self.job, batch=layout.dp), layout)
         return found
 
     def fitting(self, count: int, per_node: int, gpu: Gpu) -> list[Spec]:
@@ -235,7 +254,7 @@ class PlanFit:
 
     def sized(self, entry: SizedSpec) -> SizedSpec:
         if entry.memory is None:
-            memory = self.memory(entry.spec.layout)
+            memory = self.need(entry.spec.layout)
             # the total first: an entry is shared by requests, and one that sees `memory` reads `total`
             entry.total = memory.total
             entry.memory = memory

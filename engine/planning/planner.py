@@ -21,7 +21,9 @@ from engine.models.rule import Scalar
 from engine.planning import deadline
 from engine.planning.candidates import Option
 from engine.planning.economics import Costs
+from engine.planning.fleet_plans import fleet_plan
 from engine.planning.memory import Breakdown, Layout, reported_bytes
+from engine.planning.operating_point import Demand
 from engine.planning.performance import (
     Speed,
     decode_work,
@@ -162,6 +164,12 @@ class Planner:
         self.required_prefill_tps = required_prefill_tokens_per_second(job)
         self.spares = int(_number(facts.get("plan.spare_replicas"))) if job.task == "inference" else 0
         """replicas beyond those the traffic needs (rule availability-needs-a-spare-replica)"""
+        self.demand = (
+            Demand(self.required_tps, self.required_prefill_tps or 0.0, self.per_user_tps)
+            if job.batch_from_serving and self.required_tps is not None
+            else None
+        )
+        """a serving fleet's rate, planned at each plan's operating point (operating_point.py)"""
         self._as_asked_only = as_asked_only
         memo = sizing or _memo_in(sizing_cache, job, request, self.space, self.headroom, self.own_precisions)
         self._assemble(memo, checked or ChecksMemo(), rent_rates, buy_prices)
@@ -283,11 +291,13 @@ class Planner:
         )
         if known is not None and known > usable:
             return self._none_fits(option, known)
-        # Specs in preference order: most options take an early one. The `fastest` objective takes the
-        # fastest layout of the first method and precision that plans: on two B200s a pipeline decodes
-        # a mixture of experts faster than tensor parallelism, whose expert matrices split in two
-        # (MOE_TP_GROWTH), and preference order alone would plan the slower.
-        fastest = self.request.objective == "fastest"
+        # Specs in preference order: most options take an early one. Serving under the `fastest`
+        # objective takes the fastest layout of the first method and precision that plans: on two B200s
+        # a pipeline decodes a mixture of experts faster than tensor parallelism, whose expert matrices
+        # split in two (MOE_TP_GROWTH), and preference order alone would plan the slower. Training keeps
+        # its order, least sharding first: timing every layout of every option made the bench mix's
+        # answers a fifth dearer (bench/instructions.py).
+        fastest = self.request.objective == "fastest" and self.job.task == "inference"
         best: Candidate | None = None
         first_plan: Candidate | None = None
         for entry in self.fit.planned(option.count, option.gpus_per_node, native, owned):
@@ -330,17 +340,13 @@ def plan_entry(
 ) -> Candidate | Rejection | None:
     """The plan of the entry's spec on the option, which fits its memory (`memory` per GPU): its speed,
     copies, the rules' filters and preferences, and its cost."""
-    spec, job, links = entry.spec, planner.job, option.links
-    # A key of plain values: hashing the Layout and Links dataclasses per plan costs more.
-    key = (option.gpu.id, links.gpu_to_gpu, links.inter_node, links.host, links.latency_s, option.nodes)
-    speeds = entry.speeds
-    if key in speeds:
-        speed = speeds[key]
-    else:
-        speed = speeds[key] = speed_of(job, planner.fit, option, spec.layout)
-    if speed is None:
+    spec, job = entry.spec, planner.job
+    served = _speed_and_copies(planner, option, entry, memory)
+    if served is None:
         return None
-    copies = copies_needed(planner, speed)
+    speed, memory, copies = served
+    if copies > 1 and option.acquisition == "owned":  # more of the cards would be bought, not owned
+        return Rejection(option, DEMAND_RULE, owned_short(option, speed, copies, planner.spares))
     hours = run_hours_of(job, speed, copies)
     run_hours = hours if hours is not None else job.job_hours
     checks = planner.checks.memo.spec_checks.get(id(spec)) or planner.checks.checks(spec)
@@ -383,6 +389,44 @@ def plan_entry(
         spares=planner.spares,
         reported_gb=reported / GB,
         deadline_share=None if hours is None or not job.deadline_hours else hours / job.deadline_hours,
+    )
+
+
+def _speed_and_copies(
+    planner: Planner, option: Option, entry: SizedSpec, memory: Breakdown
+) -> tuple[Speed, Breakdown, int] | None:
+    """The entry's speed on the option's GPUs, its memory per GPU and the copies the demand needs; a
+    serving fleet's at its operating point (`fleet_plans`). None without a speed (no FLOPS figure)."""
+    links = option.links
+    # A key of plain values: hashing the Layout and Links dataclasses per plan costs more.
+    key = (option.gpu.id, links.gpu_to_gpu, links.inter_node, links.host, links.latency_s, option.nodes)
+    speeds = entry.speeds
+    if key in speeds:
+        speed = speeds[key]
+    else:
+        speed = speeds[key] = speed_of(planner.job, planner.fit, option, entry.spec.layout)
+    if speed is None:
+        return None
+    if planner.demand is None:
+        return speed, memory, copies_needed(planner, speed)
+    # a serving fleet: at the batch its copies hold while they carry the rate
+    fleet = fleet_plan(planner.job, planner.fit, planner.demand, option, entry, key, speed)
+    if fleet is None:
+        return None
+    return fleet.speed, fleet.memory, fleet.copies + planner.spares
+
+
+DEMAND_RULE = "serving-demand-sizes-the-fleet"
+"""the rule whose demand a serving fleet's copies carry"""
+
+
+def owned_short(option: Option, speed: Speed, copies: int, spares: int) -> str:
+    """Why the cards a user owns do not serve the rate: it needs more copies of them than there are."""
+    needed = (copies - spares) * option.count
+    spare = f", and {spares * option.count} more as the availability target's spare" if spares else ""
+    return (
+        f"the rate needs {needed} x {option.gpu.name} at about {speed.tokens_per_s:,.0f} tokens/s per "
+        f"sequence{spare}, more than the {option.count} you own"
     )
 
 

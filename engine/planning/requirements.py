@@ -167,8 +167,11 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
     if job.batch_from_serving:
         found["batch_size"] = float(job.batch)
         found["batch_size_source"] = (
-            "from serving: sequences in flight at peak, requests/s x output tokens / tokens/s per user "
-            "(Little's law), decoded together by continuous batching; give workload.batch_size to fix it"
+            "from serving: sequences in flight at peak if each decoded at the per-user floor, requests/s x "
+            "output tokens / tokens/s per user (Little's law), the most any plan holds (requirements' KV "
+            "cache); each plan holds those its own speed leaves in flight, the least batch that carries "
+            "its share of the rate, decoded together by continuous batching; give workload.batch_size "
+            "to fix it"
         )
     if job.training:
         found["training_stack"] = STACK_WORDS[job.training_stack]

@@ -45,7 +45,7 @@ def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
     per_node = min(count, max(gpu.link_domain_gpus, 1))
     asked = planner.job.task
     precision = "nf4" if asked == "qlora" else planner.precision_on(gpu)
-    totals = {spec: planner.fit.memory(spec.layout).total for spec in planner.specs(count, per_node)}
+    totals = {spec: planner.fit.need(spec.layout).total for spec in planner.specs(count, per_node)}
     room, strategies = planner.fit.room(gpu), tuple(sorted(planner.space.strategies))
     if not totals:  # the parallelism allowed cannot spread this task over that many GPUs
         return Fit(precision, False, 0.0, usable, False, (), room, strategies, reported_bytes(gpu))
