@@ -64,9 +64,18 @@ def test_replicas_share_a_copy_and_prompts_take_their_time() -> None:
     assert load(demand, speed_at(b), b, 2) <= 1.0 < load(demand, speed_at(b * 7 // 8 - 1), b * 7 // 8 - 1, 2)
 
 
-def test_too_slow_even_alone() -> None:
-    """A replica slower than the floor at one sequence has no operating point."""
-    assert operating_point(Demand(100.0, 0.0, 150.0), 1, 256, roofline(0.010, 0.0001)) is None
+def test_too_slow_even_alone_is_still_sized_for_the_rate() -> None:
+    """A replica slower than the floor at one sequence is sized for the rate regardless: the per-user
+    filter rules it out, and where that rule is lifted (the way-out search) it must carry the rate. It
+    was sized at one sequence and one copy, so 3,000 requests/min of Llama 3.1 70B came out as one Mac
+    Studio once the floor was lifted."""
+    speed_at = roofline(0.010, 0.0001)
+    assert operating_point(Demand(100.0, 0.0, 150.0), 1, 256, speed_at) == operating_point(
+        Demand(100.0, 0.0, None), 1, 256, speed_at
+    )
+    # 256 / 35.6 ms = 7,191 tokens/s a copy at the most: three copies of 6,667, b / (10 + 0.1 b) ms
+    point = operating_point(Demand(20_000.0, 0.0, 150.0), 1, 256, speed_at)
+    assert point is not None and point.copies == 3 and 200 <= point.per_replica <= 225
 
 
 def test_the_floor_caps_the_batch_before_the_copies_are_counted() -> None:

@@ -19,8 +19,9 @@ def fleet_plan(
 ) -> FleetPlan | None:
     """The entry's plan on the option's GPUs at its operating point, kept per GPU model and links
     (`key`); `most` is its speed at the most sequences the rate puts in flight (at the per-user floor).
-    None where its memory at the point exceeds the GPU's (not expected: the fit is checked on a line
-    through the layout's memory at one sequence and at the most, which lies above it)."""
+    None where a replica decodes nothing, or its memory at the point exceeds the GPU's (not expected:
+    the fit is checked on a line through the layout's memory at one sequence and at the most, which
+    lies above it)."""
     points = entry.points
     if key in points:
         return points[key]
@@ -52,8 +53,8 @@ def _at_operating_point(
         return found
 
     point = operating_point(demand, layout.dp, top, speed_at)
-    if point is None:  # its fastest, one sequence a replica, is too slow: the per-user filter says so
-        return FleetPlan(speed_at(1), fit.need(layout), 1)
+    if point is None:
+        return None
     held = replace(job, batch=point.per_replica * layout.dp)
     memory = per_gpu(held, layout)
     if memory.total > usable:

@@ -73,8 +73,8 @@ def load(demand: Demand, speed: Speed, per_replica: int, replicas: int) -> float
 def operating_point(
     demand: Demand, replicas: int, most: int, speed_at: Callable[[int], Speed]
 ) -> OperatingPoint | None:
-    """The fewest copies that carry `demand`, each replica at the least batch that does; None when
-    not even one sequence a replica meets the per-user floor.
+    """The fewest copies that carry `demand`, each replica at the least batch that does, within the
+    per-user floor where one sequence a replica can meet it; None when a replica decodes nothing.
 
     `replicas`: a copy's replicas (its data-parallel ranks); `most`: the most sequences a replica may
     hold (its share of the floor's in-flight sequences, and what its memory holds); `speed_at(b)`: a
@@ -88,11 +88,11 @@ def operating_point(
             return (1.0 / speed if speed > 0 else inf) - 1.0 / floor
 
         late = slowness(most)
-        if late > 0:
-            early = slowness(1)
-            if early > 0:
-                return None
+        early = slowness(1) if late > 0 else 0.0
+        if late > 0 and early <= 0:
             top, _ = _narrowed(slowness, 1, most, early, late, inverse=False)
+        # else too slow even alone: sized for the rate all the same, which the per-user filter rules
+        # out unless it is lifted (the way-out search asks what the rate costs at any speed)
     most_load = load(demand, speed_at(top), top, replicas)
     if not isfinite(most_load):  # a replica that decodes nothing (no speed figure) carries no rate
         return None
