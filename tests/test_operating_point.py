@@ -144,7 +144,7 @@ def test_replicas_that_could_not_hold_the_floors_batch_now_serve() -> None:
     """600 requests/min with the token counts unstated: each sequence is sized at the 2,048-token
     seq_len. Four RTX 4090s as replicas would each hold 64 of the floor's 256 sequences, 27 GB with fp8
     weights, more than the 22 GB a 4090 leaves a serving engine: they were planned in tensor parallel
-    (four ways, 25 tokens/s). At the rate's own operating point each replica holds a dozen or so."""
+    (four ways, 25 tokens/s). At the rate's own operating point each replica holds 16."""
     answer = ask("llama-3-1-8b", {"requests_per_min": 600}, acquisition="buy")
     rig = next(r for r in answer.recommendations if r.gpu == "nvidia-rtx-4090" and r.gpu_count == 4)
     assert rig.parallelism == ["replicas"]
