@@ -62,3 +62,18 @@ def test_fastest_dense_serving_keeps_tensor_parallelism() -> None:
     first = answer.recommendations[0]
     assert first.parallelism == ["tensor-parallel"] and first.tp_degree == 8
     assert not any("the faster layout on these GPUs" in r.why for r in answer.recommendations)
+
+
+def test_fastest_does_not_buy_eight_times_the_gpus_for_two_percent() -> None:
+    """docs/ranking.md: under `fastest` a doubling of the GPUs must cut the wall-clock by 5%
+    (engine/planning/measures.py). Llama 3.1 70B at 300 requests/min: eight B200s in tensor parallel
+    decode each sequence at about 216 tokens/s; 64 of them over eight nodes, one copy of eight per node
+    each at a smaller batch, at 225, and ranked first for it at 8x the price."""
+    body = {
+        "workload": {"task": "inference", "model": "llama-3-1-70b", "serving": {"requests_per_min": 300}},
+        "constraints": {"acquisition": "rent"},
+        "objective": "fastest",
+    }
+    first = advisor().recommend(RecommendRequest.model_validate(body)).recommendations[0]
+    assert (first.gpu, first.gpu_count, first.tp_degree) == ("nvidia-b200", 8, 8)
+    assert first.throughput.tokens_per_s > 200

@@ -538,8 +538,16 @@ def test_the_grid_answers_within_its_constraints(
         if budget is not None:
             assert paid(rec) <= budget + 1e-6, (rec.gpu, paid(rec))
     if objective == "fastest" and len(recs) > 1 and recs[0].throughput.training_hours is not None:
-        hours = [r.throughput.training_hours for r in recs if r.throughput.training_hours is not None]
-        assert recs[0].throughput.training_hours == min(hours)
+        # the fastest of those on as many GPUs or fewer: more must be 5% faster a doubling
+        # (docs/ranking.md), and 32 used V100s at 1.19 h do not outrank four RTX PRO 6000s at 1.83
+        # once the rules' preferences against Volta weigh in too
+        first = recs[0]
+        hours = [
+            r.throughput.training_hours
+            for r in recs
+            if r.throughput.training_hours is not None and r.gpu_count <= first.gpu_count
+        ]
+        assert first.throughput.training_hours == min(hours)
 
 
 def test_a_service_with_stated_traffic_is_billed_around_the_clock() -> None:

@@ -15,6 +15,11 @@ machine to two adds a network, a scheduler and failure modes one machine does no
 doubling after it doubles the machines that can fail. Per doubling, like the GPU count, not per node:
 1.5 per extra node made eight nodes weigh 17x one and sixteen 440x, so a 7B pretraining run ranked
 32 B300s at $524k above 64 H200s of the same speed at $123k."""
+FASTEST_GPU_DOUBLING_FACTOR = 1.05
+"""fastest: a doubling of the GPU count must cut the wall-clock by 5% to rank higher. A modelled speed is
+good to about a third either way (docs/calibration.md), so a fleet eight times larger for 2% more
+tokens/s per user is no faster that anyone could measure: 64 B200s ranked above 8 for 225 tokens/s
+against 220. A training run's doubling saves nearly half its time and is not held back."""
 PREFERENCE_BASE = 4.0
 """a rule's `prefer` weight w scales the measure by 4^-w: -0.1 costs 15%, -0.4 costs 74%, +1 quarters it"""
 
@@ -26,6 +31,12 @@ def complexity_of(gpus: int, nodes: int, *, owned: bool = False) -> float:
     scheduler and failure modes)."""
     per_gpu = 1.0 if owned else float(GPU_DOUBLING_FACTOR ** log2(gpus))
     return float(per_gpu * NODE_DOUBLING_FACTOR ** log2(nodes))
+
+
+def scale_factor(gpus: int, *, owned: bool = False) -> float:
+    """fastest: the factor on the wall-clock for so many GPUs (none on hardware the user owns, which
+    costs nothing more to use)."""
+    return 1.0 if owned else float(FASTEST_GPU_DOUBLING_FACTOR ** log2(gpus))
 
 
 def preference_factor(weight: float) -> float:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import inf
 
-from engine.planning.measures import complexity_of, preference_factor, slack_weight
+from engine.planning.measures import complexity_of, preference_factor, scale_factor, slack_weight
 from engine.planning.planner import Candidate
 
 SPEED_CREDIT = 3.0
@@ -87,7 +87,9 @@ def measure(candidate: Candidate, objective: str, floor: float | None = None) ->
     """The objective's measure (lower is better), with the rules' preferences applied; `floor` is the
     per-user speed a served sequence needs."""
     if objective == "fastest":
-        base = wall_clock(candidate)
+        base = wall_clock(candidate) * scale_factor(
+            candidate.gpu_count, owned=candidate.option.acquisition == "owned"
+        )
     elif objective == "cheapest":
         base = cost(candidate)
     else:
