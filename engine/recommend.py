@@ -312,6 +312,7 @@ class Advisor:
                 None if way_out is None else way_out.candidate,
                 found.owned,
                 found.owned_instead,
+                None if target_fit is None or best_on_target is not None else target_fit.why,
             ),
             recommendations=[
                 recommendation(i + 1, r, policy, outcome, job, cited, providers, first_words(found, i))

@@ -489,8 +489,12 @@ def _iso(value: date | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
+TASK_TITLES = {"lora": "LoRA", "qlora": "QLoRA", "full_finetune": "A full fine-tune", "inference": "Serving"}
+
+
 def task_title(method: str) -> str:
-    return method.replace("_", " ").capitalize()
+    """The task as a sentence starts it: "LoRA", "A full fine-tune", "Pretrain"."""
+    return TASK_TITLES.get(method, method.replace("_", " ").capitalize())
 
 
 def substitute_words(candidate: Candidate, job: Job, precision: str) -> str:

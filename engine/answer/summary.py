@@ -26,13 +26,15 @@ def summary(
     way_out: Candidate | None = None,
     owned: Sequence[tuple[int, Ranked]] = (),
     owned_instead: Sequence[Candidate] = (),
+    target_verdict: str | None = None,
 ) -> str:
     """The answer's opening sentence; `precision` is what the job runs in as asked on the target
     hardware, when one was named (its plan in another precision says so); `budget_rule` is the rule
     holding the budget role, whose reason an infeasible answer also gives; `way_out` the option the
     relaxation names, whose own rejection is the one quoted; `owned` the best plan on each kind of
     hardware the user owns, with its place in the ranking (`Found.owned`), and `owned_instead` what
-    the owned hardware with no such plan runs instead (`Found.owned_instead`)."""
+    the owned hardware with no such plan runs instead (`Found.owned_instead`); `target_verdict` why
+    the hardware the user named has no plan (`TargetFit.why`), the answer to the question asked."""
     subject = workload_words(job)
     if on_target is not None and (not top or top[0].candidate is not on_target):
         # The question was whether it runs on the target: answer that first.
@@ -55,10 +57,10 @@ def summary(
         text = f"No option meets every constraint for {subject}: {reason}"
         return f"{text} {relaxation.message}" if relaxation else text
     best = top[0].candidate
-    text = (
-        f"For {subject}, the best option is {hardware(best)}: {plan_words(best)}, "
-        f"{held_words(best)}, {total_words(best)}."
-    )
+    lead = f"For {subject}, the best option"
+    if target_verdict:  # the question asked was about the hardware named: answered first
+        lead = f"{target_verdict} The best option overall"
+    text = f"{lead} is {hardware(best)}: {plan_words(best)}, {held_words(best)}, {total_words(best)}."
     if len(top) > 1:
         runner = top[1].candidate
         text += f" Next: {hardware(runner)} ({plan_words(runner)})."
