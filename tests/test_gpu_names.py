@@ -63,3 +63,13 @@ def test_an_unknown_gpu_is_a_422_naming_the_closest_ids(client: TestClient) -> N
     (error,) = answered.json()["detail"]
     assert error["loc"] == ["body", "constraints", "existing_hardware", "0", "gpu"]
     assert "did you mean nvidia-rtx-4090" in error["msg"], json.dumps(error)
+
+
+def test_a_name_several_gpus_share_is_answered_with_all_of_them(client: TestClient) -> None:
+    """`H100` is three GPUs in the KB (SXM, PCIe, NVL) and an alias of none: the 422 names the three,
+    where difflib's closest was the P100, one letter away."""
+    answered = client.post("/recommend", json=_body("H100"))
+    assert answered.status_code == 422
+    (error,) = answered.json()["detail"]
+    assert "did you mean nvidia-h100-nvl, nvidia-h100-sxm, nvidia-h100-pcie?" in error["msg"], error
+    assert "p100" not in error["msg"]

@@ -2,7 +2,8 @@
 such as `meta-llama/Llama-3.1-70B-Instruct` or a short name such as `llama3.1:8b`; for a GPU, `RTX
 4090` or `4090`), their name (`NVIDIA GeForce RTX 4090`), or, for a model, the repo's name without
 its owner; matched case-insensitively and with `.`, `_`, `:`, `/` and spaces read as `-`. An unknown
-name is answered with the closest known ones (difflib's ratio, Python's standard library)."""
+name is answered with the known ones holding all its words, then the closest by difflib's ratio (Python's
+standard library)."""
 
 from __future__ import annotations
 
@@ -68,13 +69,18 @@ class Names:
         return f"did you mean {', '.join(closest)}? " if closest else ""
 
     def closest(self, name: str, n: int = CLOSEST) -> list[str]:
-        """The ids of the entities whose names are closest to `name`, closest first."""
-        found: list[str] = []
-        for match in difflib.get_close_matches(normal_name(name), self.ids, n=4 * n, cutoff=CUTOFF):
+        """The ids of the entities whose names are closest to `name`, closest first: those with a name
+        holding every word of it (`H100` is three GPUs, SXM, PCIe and NVL: naming them beats difflib's
+        first pick, the P100, one letter away), shortest first, then difflib's."""
+        wanted = normal_name(name)
+        words = set(wanted.split("-"))
+        holding = {entity_id for known, entity_id in self.ids.items() if words <= set(known.split("-"))}
+        found = sorted(holding, key=lambda entity_id: (len(entity_id), entity_id))
+        for match in difflib.get_close_matches(wanted, self.ids, n=4 * n, cutoff=CUTOFF):
             entity_id = self.ids[match]
             if entity_id not in found:
                 found.append(entity_id)
-        return found[:n]
+        return found[: max(n, len(holding))]
 
 
 def _repo_names(entities: Iterable[tuple[str, Aliased]]) -> dict[str, str]:
