@@ -15,8 +15,9 @@ from __future__ import annotations
 import copy
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import date
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -37,7 +38,7 @@ from engine.answer.parts import (
 )
 from engine.answer.relaxation import relaxation_of
 from engine.answer.report import report_html
-from engine.answer.summary import desktop_assumption, summary
+from engine.answer.summary import desktop_assumption, one_sequence_words, summary
 from engine.answer.svg_render import RENDERER
 from engine.answer.target import fit_on, target_warning
 from engine.knowledge.cache import CheckedKB
@@ -45,7 +46,7 @@ from engine.knowledge.graph import KBGraph
 from engine.knowledge.kb import KB
 from engine.models.compare import CompareRequest, CompareResponse
 from engine.models.request import MAX_TOP_K, ExistingHost, OwnedHardware, RecommendRequest
-from engine.models.response import RecommendResponse
+from engine.models.response import RecommendResponse, Requirements
 from engine.models.rule import Rule, Scalar, facts_in
 from engine.planning import deadline
 from engine.planning.candidates import Context, context_for, latest_prices
@@ -252,15 +253,14 @@ class Advisor:
         (at most `request.top_k`): a report states the answer as asked and plots more options."""
         request = with_gpu_ids(request, self.kb)
         planned = self.planned(request)
-        if not planned.found.top and may_assume_a_desktop(request):
-            on_desktop = with_an_assumed_desktop(request)
-            # shown only when it has plans: its way out, when it has none, would be thrown away
-            assumed = self.planned(on_desktop, seek_way_out=False)
-            if assumed.found.top:
-                return [
-                    on_an_assumed_desktop(self.kb, request, self.described(on_desktop, assumed.shown(k)))
-                    for k in shown
-                ]
+        if not planned.found.top:
+            # Retried as an engineer would, each shown only when it has plans (its way out, when it
+            # has none, would be thrown away): the cards alone for a desktop the user is assumed to
+            # have; a training step of one sequence a GPU with a fused loss; both.
+            for retried, stated in retries(self.kb, request, planned.found.needs.requirements):
+                assumed = self.planned(retried, seek_way_out=False)
+                if assumed.found.top:
+                    return [stated(self.described(retried, assumed.shown(k))) for k in shown]
         return [self.described(request, planned.shown(k)) for k in shown]
 
     def answer(self, request: RecommendRequest) -> RecommendResponse:
@@ -441,6 +441,66 @@ def on_an_assumed_desktop(kb: KB, request: RecommendRequest, assumed: RecommendR
         update={
             "summary": f"{assumed.summary} {words}",
             "assumptions": {**assumed.assumptions, "existing_desktop": words},
+        }
+    )
+
+
+Restate = Callable[[RecommendResponse], RecommendResponse]
+"""states in a retried answer the change the retry made to the request"""
+
+
+def retries(
+    kb: KB, request: RecommendRequest, needs: Requirements
+) -> Iterator[tuple[RecommendRequest, Restate]]:
+    """The requests an infeasible one is retried as, in order, each with what states its change;
+    `needs` the whole job's, as asked."""
+    desktop = may_assume_a_desktop(request)
+    if desktop:
+        yield with_an_assumed_desktop(request), partial(on_an_assumed_desktop, kb, request)
+    if may_step_one_sequence(request, needs):
+        one = with_one_sequence(request)
+        yield one, partial(on_one_sequence, request)
+        if desktop:
+            both = with_an_assumed_desktop(one)
+
+            def stated(answer: RecommendResponse) -> RecommendResponse:
+                return on_an_assumed_desktop(kb, request, on_one_sequence(request, answer))
+
+            yield both, stated
+
+
+ACTIVATIONS_WORTH_A_RETRY = 0.2
+"""the share of the job's memory its activations and logits take, below which stepping one sequence a
+micro-step with a fused loss cannot make an infeasible request run: a 405B full fine-tune's states are
+6.5 TB and its activations a sliver, where LoRA of an 8B model at 4 x 8,192 tokens is 88% activations"""
+
+
+def may_step_one_sequence(request: RecommendRequest, needs: Requirements) -> bool:
+    """Whether an infeasible training request may be retried at one sequence a micro-step with a fused
+    loss: it trains, steps more than one sequence at once or holds its whole logits, and its activations
+    are a share of its memory that the change could bring within a GPU."""
+    w, memory = request.workload, needs.memory
+    return (
+        w.task != "inference"
+        and (w.batch_size > 1 or not w.fused_loss)
+        and memory.activations_gb >= ACTIVATIONS_WORTH_A_RETRY * memory.total_gb
+    )
+
+
+def with_one_sequence(request: RecommendRequest) -> RecommendRequest:
+    """`request` stepping one sequence a micro-step with a fused linear cross-entropy loss."""
+    w = request.workload
+    return request.model_copy(update={"workload": w.model_copy(update={"batch_size": 1, "fused_loss": True})})
+
+
+def on_one_sequence(request: RecommendRequest, assumed: RecommendResponse) -> RecommendResponse:
+    """The `assumed` answer (one sequence a micro-step, a fused loss) with that change stated: what the
+    request asked could not be held, and how the plans hold it."""
+    words = one_sequence_words(request.workload.batch_size, request.workload.fused_loss)
+    return assumed.model_copy(
+        update={
+            "summary": f"{assumed.summary} {words}",
+            "assumptions": {**assumed.assumptions, "micro_step": words},
         }
     )
 

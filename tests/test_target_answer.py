@@ -1,6 +1,7 @@
 """A question about named hardware ("will it run on my RTX 4090?") is answered first, and a training
 step too large for it is offered the change experts make first: one sequence a micro-step,
-accumulating the gradients of the batch asked for, with a fused loss where the logits need it."""
+accumulating the gradients of the batch asked for, with a fused loss where the logits need it. A
+training request with no plan at all is answered planned that way, saying so."""
 
 from __future__ import annotations
 
@@ -53,3 +54,41 @@ def test_a_target_that_fits_keeps_its_own_first_sentence() -> None:
     answer = ask({**LORA, "seq_len": 1024, "batch_size": 1}, {"gpu": "nvidia-h100-sxm", "count": 1})
     assert answer.target_fit is not None and answer.target_fit.fits
     assert answer.summary.startswith("For LoRA fine-tuning a 8.03B-parameter model")
+
+
+def ask_to_buy(workload: dict[str, Any], budget: float) -> RecommendResponse:
+    body = {"workload": workload, "constraints": {"acquisition": "buy", "budget_usd": budget}}
+    return advisor().recommend(RecommendRequest.model_validate(body))
+
+
+def test_an_infeasible_training_step_is_retried_one_sequence_at_a_time() -> None:
+    """Bought within $4,000, LoRA at 4 x 8,192 tokens fits no card (93 GB at best): the answer was
+    infeasible, pointing at rented H100s. An engineer steps one sequence at a time with a fused loss:
+    a used RTX 3090 in a tower holds it (22.1 GB), and the answer says what it changed."""
+    answer = ask_to_buy(LORA, 4000)
+    assert answer.feasible
+    first = answer.recommendations[0]
+    assert first.acquisition == "buy" and first.memory.per_gpu_gb < 24
+    assert "Planned at one sequence a micro-step (accumulating 4 for each optimizer step), with a fused" in (
+        answer.summary
+    )
+    assert "micro_step" in answer.assumptions
+    # the plan is the one asked for with those settings
+    stated = ask_to_buy({**LORA, "batch_size": 1, "fused_loss": True}, 4000)
+    assert (stated.recommendations[0].gpu, stated.recommendations[0].memory.per_gpu_gb) == (
+        first.gpu,
+        first.memory.per_gpu_gb,
+    )
+    assert "micro_step" not in stated.assumptions
+
+
+def test_no_retry_where_the_activations_are_not_what_does_not_fit() -> None:
+    """A full fine-tune of a 405B model on one card: its states are 6.5 TB, one sequence a step changes
+    nothing, and the answer stays infeasible with its way out (nothing planned three times over)."""
+    body = {
+        "workload": {"task": "full_finetune", "model": "llama-3-1-405b", "batch_size": 4},
+        "constraints": {"acquisition": "buy", "max_gpus": 1},
+    }
+    answer = advisor().recommend(RecommendRequest.model_validate(body))
+    assert not answer.feasible and answer.relaxation is not None
+    assert "micro_step" not in answer.assumptions

@@ -117,6 +117,24 @@ def _cards(option: Option) -> str:
     return f"{option.count} x {option.gpu.name}" if option.count > 1 else option.gpu.name
 
 
+def one_sequence_words(batch_size: int, fused_loss: bool) -> str:
+    """The change behind an answer planned at one sequence a micro-step with a fused loss, where the
+    request as asked had no plan: activations and logits grow with the sequences a GPU steps at once."""
+    changes, asked, settings = [], [], []
+    if batch_size > 1:
+        changes.append(f"at one sequence a micro-step (accumulating {batch_size} for each optimizer step)")
+        asked.append(f"{batch_size} sequences a step")
+        settings.append("workload.batch_size to 1")
+    if not fused_loss:
+        changes.append("with a fused cross-entropy loss (Liger Kernel's) that never holds the whole logits")
+        asked.append("the standard loss")
+        settings.append("workload.fused_loss to true")
+    return (
+        f"Planned {', '.join(changes)}: at {' and '.join(asked)}, no option within the constraints holds "
+        f"the activations. Set {' and '.join(settings)} to ask for this plan."
+    )
+
+
 def desktop_assumption(gpu_name: str, psu_watts: int, budget_usd: float | None) -> str:
     """The assumption behind an answer priced as cards alone when the request described no machine."""
     budget = f"the ${budget_usd:,.0f} budget" if budget_usd is not None else "the budget"
