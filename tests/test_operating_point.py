@@ -183,3 +183,15 @@ def test_degenerate_figures_give_an_answer_not_an_error() -> None:
     )
     assert operating_point(Demand(100.0, 0.0, 10.0), 1, 8, lambda b: Speed(0.0, 0.0)) is None
     assert operating_point(Demand(100.0, 0.0, None), 1, 8, lambda b: Speed(0.0, 0.0)) is None
+
+
+def test_a_batch_that_decodes_nothing_midway_is_bisected_not_interpolated() -> None:
+    """An infinite load at one end (a speed of 0 at one sequence) has no line through it: the search
+    falls back to the geometric middle rather than failing on a NaN."""
+
+    def speed_at(b: int) -> Speed:
+        per_sequence = 0.0 if b == 1 else 1.0 / (0.010 + 0.0001 * b)
+        return Speed(per_sequence, per_sequence * b)
+
+    point = operating_point(Demand(1500.0, 0.0, None), 1, 256, speed_at)
+    assert point is not None and 18 <= point.per_replica <= 20

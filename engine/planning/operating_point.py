@@ -120,7 +120,7 @@ def _narrowed(
     stalls = 0
     while hi - lo > max(1, hi // SEARCH_TOLERANCE):
         width = hi - lo
-        if stalls < 2:
+        if stalls < 2 and isfinite(f_lo) and isfinite(f_hi):
             share = f_lo / (f_lo - f_hi)
             guess = 1.0 / (1.0 / lo + share * (1.0 / hi - 1.0 / lo)) if inverse else lo + share * width
             mid = min(hi - 1, max(lo + 1, round(guess)))
