@@ -253,13 +253,12 @@ class Advisor:
         (at most `request.top_k`): a report states the answer as asked and plots more options."""
         request = with_gpu_ids(request, self.kb)
         planned = self.planned(request)
-        if not planned.found.top:
-            # Retried as an engineer would, each shown only when it has plans (its way out, when it
-            # has none, would be thrown away): the cards alone for a desktop the user is assumed to
-            # have; a training step of one sequence a GPU with a fused loss; both.
-            for retried, stated in retries(self.kb, request, planned.found.needs.requirements):
+        top = planned.found.top
+        if not top or not top[0].candidate.as_asked:  # retried as an engineer would (`retries`)
+            for retried, stated in retries(self.kb, request, planned.found.needs.requirements, bool(top)):
                 assumed = self.planned(retried, seek_way_out=False)
-                if assumed.found.top:
+                first = assumed.found.top[:1]
+                if first and (not top or first[0].candidate.as_asked):
                     return [stated(self.described(retried, assumed.shown(k))) for k in shown]
         return [self.described(request, planned.shown(k)) for k in shown]
 
@@ -450,11 +449,15 @@ Restate = Callable[[RecommendResponse], RecommendResponse]
 
 
 def retries(
-    kb: KB, request: RecommendRequest, needs: Requirements
+    kb: KB, request: RecommendRequest, needs: Requirements, planned: bool
 ) -> Iterator[tuple[RecommendRequest, Restate]]:
-    """The requests an infeasible one is retried as, in order, each with what states its change;
-    `needs` the whole job's, as asked."""
-    desktop = may_assume_a_desktop(request)
+    """The requests an answer with no plan, or (`planned`) only plans that change the method, is
+    retried as, in order, each with what states its change; `needs` the whole job's, as asked: the
+    cards alone for a desktop the user is assumed to have; a training step of one sequence a GPU with
+    a fused loss; both. A retry is shown only when it has plans (its way out, when it has none, would
+    be thrown away) and, where the answer changed the method, only when it keeps it. A desktop is
+    assumed only where nothing was planned: it answers a budget, not a method."""
+    desktop = not planned and may_assume_a_desktop(request)
     if desktop:
         yield with_an_assumed_desktop(request), partial(on_an_assumed_desktop, kb, request)
     if may_step_one_sequence(request, needs):
@@ -477,26 +480,37 @@ micro-step with a fused loss cannot make an infeasible request run: a 405B full 
 
 def may_step_one_sequence(request: RecommendRequest, needs: Requirements) -> bool:
     """Whether an infeasible training request may be retried at one sequence a micro-step with a fused
-    loss: it trains, steps more than one sequence at once or holds its whole logits, and its activations
-    are a share of its memory that the change could bring within a GPU."""
+    loss: it trains, steps more than one sequence at once or holds its whole logits (and can fuse
+    them), and its activations are a share of its memory that the change could bring within a GPU."""
     w, memory = request.workload, needs.memory
     return (
         w.task != "inference"
-        and (w.batch_size > 1 or not w.fused_loss)
+        and (w.batch_size > 1 or not (w.fused_loss or not can_fuse_the_loss(request)))
         and memory.activations_gb >= ACTIVATIONS_WORTH_A_RETRY * memory.total_gb
     )
 
 
+def can_fuse_the_loss(request: RecommendRequest) -> bool:
+    """Fused linear cross-entropy kernels are written in Triton (Liger Kernel; Apple's own Cut
+    Cross-Entropy, Wijmans et al. 2024), which runs on NVIDIA and AMD GPUs, not on a Mac's."""
+    return request.constraints.os != "macos"
+
+
 def with_one_sequence(request: RecommendRequest) -> RecommendRequest:
-    """`request` stepping one sequence a micro-step with a fused linear cross-entropy loss."""
+    """`request` stepping one sequence a micro-step, with a fused linear cross-entropy loss where the
+    hardware runs one."""
     w = request.workload
-    return request.model_copy(update={"workload": w.model_copy(update={"batch_size": 1, "fused_loss": True})})
+    fused = w.fused_loss or can_fuse_the_loss(request)
+    return request.model_copy(
+        update={"workload": w.model_copy(update={"batch_size": 1, "fused_loss": fused})}
+    )
 
 
 def on_one_sequence(request: RecommendRequest, assumed: RecommendResponse) -> RecommendResponse:
     """The `assumed` answer (one sequence a micro-step, a fused loss) with that change stated: what the
     request asked could not be held, and how the plans hold it."""
-    words = one_sequence_words(request.workload.batch_size, request.workload.fused_loss)
+    w = request.workload
+    words = one_sequence_words(w.batch_size, w.fused_loss or not can_fuse_the_loss(request))
     return assumed.model_copy(
         update={
             "summary": f"{assumed.summary} {words}",

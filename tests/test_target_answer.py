@@ -72,6 +72,7 @@ def test_an_infeasible_training_step_is_retried_one_sequence_at_a_time() -> None
     assert "Planned at one sequence a micro-step (accumulating 4 for each optimizer step), with a fused" in (
         answer.summary
     )
+    assert "no option within the constraints runs it as asked" in answer.summary
     assert "micro_step" in answer.assumptions
     # the plan is the one asked for with those settings
     stated = ask_to_buy({**LORA, "batch_size": 1, "fused_loss": True}, 4000)
@@ -92,3 +93,19 @@ def test_no_retry_where_the_activations_are_not_what_does_not_fit() -> None:
     answer = advisor().recommend(RecommendRequest.model_validate(body))
     assert not answer.feasible and answer.relaxation is not None
     assert "micro_step" not in answer.assumptions
+
+
+def test_a_method_change_gives_way_to_one_sequence_at_a_time() -> None:
+    """LoRA of Qwen3-4B at 8 x 2,048 tokens on a Mac within $3,000 was answered as QLoRA on a 64 GB M4
+    Max (45.2 GB, 34.9 of it logits): a change of method where one sequence a micro-step keeps LoRA.
+    A Mac runs no fused loss (its kernels are Triton's), so the micro-step alone is planned: LoRA in
+    bf16, as asked."""
+    body = {
+        "workload": {"task": "lora", "model": "qwen3-4b", "seq_len": 2048, "batch_size": 8},
+        "constraints": {"os": "macos", "acquisition": "buy", "budget_usd": 3000},
+    }
+    answer = advisor().recommend(RecommendRequest.model_validate(body))
+    first = answer.recommendations[0]
+    assert (first.method, first.precision) == ("lora", "bf16")
+    assert "Set workload.batch_size to 1 to ask for this plan." in answer.summary
+    assert "fused" not in answer.assumptions["micro_step"]

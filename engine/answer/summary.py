@@ -130,8 +130,8 @@ def one_sequence_words(batch_size: int, fused_loss: bool) -> str:
         asked.append("the standard loss")
         settings.append("workload.fused_loss to true")
     return (
-        f"Planned {', '.join(changes)}: at {' and '.join(asked)}, no option within the constraints holds "
-        f"the activations. Set {' and '.join(settings)} to ask for this plan."
+        f"Planned {', '.join(changes)}: at {' and '.join(asked)}, no option within the constraints runs it "
+        f"as asked. Set {' and '.join(settings)} to ask for this plan."
     )
 
 
