@@ -491,8 +491,8 @@ def may_step_one_sequence(request: RecommendRequest, needs: Requirements) -> boo
 
 
 def can_fuse_the_loss(request: RecommendRequest) -> bool:
-    """Fused linear cross-entropy kernels are written in Triton (Liger Kernel; Apple's own Cut
-    Cross-Entropy, Wijmans et al. 2024), which runs on NVIDIA and AMD GPUs, not on a Mac's."""
+    """Whether the hardware a request can be planned on runs a fused linear cross-entropy: not a Mac's
+    GPUs (`memory.FUSED_LOSS_PLATFORMS`)."""
     return request.constraints.os != "macos"
 
 

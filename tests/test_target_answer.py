@@ -109,3 +109,22 @@ def test_a_method_change_gives_way_to_one_sequence_at_a_time() -> None:
     assert (first.method, first.precision) == ("lora", "bf16")
     assert "Set workload.batch_size to 1 to ask for this plan." in answer.summary
     assert "fused" not in answer.assumptions["micro_step"]
+
+
+def test_no_fused_loss_is_offered_on_a_mac() -> None:
+    """Fused cross-entropy kernels are Triton's (Liger Kernel), which runs on NVIDIA and AMD GPUs:
+    the logits warning on a Mac offers one sequence a micro-step instead, and a Mac target's ways to
+    run are planned without the fused loss."""
+    body = {
+        "workload": {"task": "lora", "model": "qwen3-4b", "seq_len": 4096, "batch_size": 4},
+        "constraints": {"os": "macos", "acquisition": "buy", "budget_usd": 5000},
+    }
+    answer = advisor().recommend(RecommendRequest.model_validate(body))
+    (logits,) = [w for w in answer.warnings if w.startswith("The loss's logits take")]
+    assert (
+        "runs no fused cross-entropy kernel" in logits and "workload.batch_size 1, accumulating 4" in logits
+    )
+    assert "workload.fused_loss" not in logits
+    fit = ask(LORA, {"gpu": "apple-m4-max-36gb", "count": 1}).target_fit
+    assert fit is not None and not fit.fits
+    assert not [way for way in fit.alternatives if "fused" in way], fit.alternatives

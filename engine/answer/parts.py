@@ -21,7 +21,7 @@ from engine.models.kb import Provider
 from engine.models.response import Cost, GpuMemory, Launch, Recommendation, Rejected, Throughput
 from engine.models.rule import Rule
 from engine.planning.economics import DEFAULT_UTILIZATION
-from engine.planning.memory import HF_GRADIENT_BYTES
+from engine.planning.memory import FUSED_LOSS_PLATFORMS, HF_GRADIENT_BYTES
 from engine.planning.plan_checks import Rejection
 from engine.planning.planner import Candidate
 from engine.planning.ranking import Ranked
@@ -245,17 +245,26 @@ def logits_warnings(top: Sequence[Ranked], job: Job) -> list[str]:
     outweigh = memory.logits >= memory.weights and first.headroom_pct < LOGITS_OUTWEIGH_FREE_PCT
     if first.headroom_pct >= LOGITS_NOTE_FREE_PCT and not outweigh:
         return []
+    if not FUSED_LOSS_PLATFORMS.isdisjoint(first.option.gpu.platforms):
+        remedy = "a fused cross-entropy loss (workload.fused_loss, as in Liger Kernel) never holds them" + (
+            ", and may fit the run on fewer or smaller GPUs, or without activation checkpointing (no forward "
+            "pass computed twice)."
+            if first.spec.layout.checkpointing
+            else ", and may fit the run on fewer or smaller GPUs."
+        )
+    elif job.batch > 1:  # a Mac's GPUs run no fused kernel; fewer sequences at once hold fewer logits
+        remedy = (
+            f"{first.option.gpu.name} runs no fused cross-entropy kernel (they are Triton's), but one "
+            f"sequence a micro-step (workload.batch_size 1, accumulating {job.batch}) holds 1/{job.batch} "
+            "of them."
+        )
+    else:
+        return []
     return [
         f"The loss's logits take {memory.logits / GB:.1f} GB of the {memory.total / GB:.1f} GB on each "
         f"GPU of #1 (every token of the micro-batch's {job.seq_len:,}-token sequences over a "
         f"{job.shape.vocab_size:,}-token vocabulary, with the fp32 copy the loss makes and its gradient): "
-        "a fused cross-entropy loss (workload.fused_loss, as in Liger Kernel) never holds them, and may fit "
-        "the run on fewer or smaller GPUs"
-        + (
-            ", or without activation checkpointing (no forward pass computed twice)."
-            if first.spec.layout.checkpointing
-            else "."
-        )
+        + remedy
     ]
 
 

@@ -9,6 +9,7 @@ whether they are offloaded.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from math import ceil
@@ -190,6 +191,16 @@ def serving_budget(gpu: Gpu, job: Job) -> float | None:
     None when the engine sets none aside and the training headroom applies."""
     share = profile(job.engine).memory_utilization
     return reported_bytes(gpu) * share if share < 1.0 else None
+
+
+FUSED_LOSS_PLATFORMS = frozenset({"cuda", "rocm"})
+"""where a fused linear cross-entropy runs: its kernels are Triton's (Liger Kernel, Hsu et al. 2024;
+Cut Cross-Entropy, Wijmans et al. 2024), and Triton compiles for NVIDIA and AMD GPUs, not Apple's"""
+
+
+def runs_fused_loss(platforms: Iterable[str]) -> bool:
+    """Whether a GPU with these software platforms runs a fused linear cross-entropy."""
+    return not FUSED_LOSS_PLATFORMS.isdisjoint(platforms)
 
 
 def micro_batch(job: Job, layout: Layout) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from engine.models.kb import Gpu
-from engine.planning.memory import per_gpu, reported_bytes
+from engine.planning.memory import per_gpu, reported_bytes, runs_fused_loss
 from engine.planning.plan_space import Spec
 from engine.planning.planner import Planner
 from engine.sizing import GB
@@ -59,8 +59,9 @@ def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
         if label and label not in alternatives:
             alternatives.append(label)
     if not fits:
-        fused = _fused_loss(planner, totals, asked, precision, usable)
-        smaller = None if fused else _one_sequence(planner, totals, asked, precision, usable)
+        fusible = runs_fused_loss(gpu.platforms)
+        fused = _fused_loss(planner, totals, asked, precision, usable) if fusible else None
+        smaller = None if fused else _one_sequence(planner, totals, asked, precision, usable, fusible)
         # the changes that leave the plan as it is: first
         alternatives[:0] = [way for way in (fused, smaller) if way]
         alternatives.extend(_scale_out(planner, gpu, count, asked, precision))
@@ -93,19 +94,19 @@ def _fused_loss(
 
 
 def _one_sequence(
-    planner: Planner, specs: Iterable[Spec], asked: str, precision: str, usable: float
+    planner: Planner, specs: Iterable[Spec], asked: str, precision: str, usable: float, fusible: bool
 ) -> str | None:
     """A training step of one sequence a GPU, accumulating the gradients of the request's batch
     over micro-steps (the same tokens an optimizer step), in words with the memory it needs, where
     the least plan as asked fits that way, with a fused loss if it needs one too. The activations and
     logits a GPU holds grow with the sequences it steps at once (engine/sizing/kept_activations.py):
     LoRA of Llama 3.1 8B at 4 x 8,192 tokens needs 93.1 GB, one sequence at a time with a fused loss
-    22.1 GB, within an RTX 4090."""
+    22.1 GB, within an RTX 4090. `fusible`: the GPU runs a fused loss (`runs_fused_loss`)."""
     job = planner.job
     if job.task == "inference" or job.batch <= 1:
         return None
     asked_specs = [spec for spec in specs if _as_asked(spec, asked, precision)]
-    for fused in (False, True) if not job.fused_loss else (False,):
+    for fused in (False, True) if fusible and not job.fused_loss else (False,):
         single = replace(job, batch=1, fused_loss=job.fused_loss or fused)
         least = min((per_gpu(single, s.layout).total for s in asked_specs), default=float("inf"))
         if least <= usable:
