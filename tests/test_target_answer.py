@@ -128,3 +128,24 @@ def test_no_fused_loss_is_offered_on_a_mac() -> None:
     fit = ask(LORA, {"gpu": "apple-m4-max-36gb", "count": 1}).target_fit
     assert fit is not None and not fit.fits
     assert not [way for way in fit.alternatives if "fused" in way], fit.alternatives
+
+
+def test_a_fused_loss_is_planned_only_where_it_runs() -> None:
+    """rules/libraries/fused-loss-needs-triton.yaml: a full fine-tune of Llama 3.2 1B at 16 x 4,096
+    tokens within $2,000 was retried with a fused loss and landed on a Mac mini sized without its
+    logits, which its GPU would hold. Fused plans are on NVIDIA or AMD GPUs; on macOS the fused loss is
+    refused, naming the rule."""
+    answer = ask_to_buy(
+        {"task": "full_finetune", "model": "llama-3-2-1b", "seq_len": 4096, "batch_size": 16}, 2000
+    )
+    assert answer.feasible and "fused" in answer.assumptions["micro_step"]
+    assert all(r.platform in ("cuda", "rocm") for r in answer.recommendations), [
+        (r.gpu, r.platform) for r in answer.recommendations
+    ]
+    body = {
+        "workload": {"task": "lora", "model": "qwen3-4b", "fused_loss": True},
+        "constraints": {"os": "macos", "acquisition": "buy"},
+    }
+    refused = advisor().recommend(RecommendRequest.model_validate(body))
+    assert not refused.feasible
+    assert any(r.rule == "fused-loss-needs-triton" for r in refused.rejected)
