@@ -2,8 +2,8 @@
 least batch whose tokens/s carry the plan's share of the rate, by Little's law at the plan's own
 speed, not at the per-user floor's. Sized at the floor, 600 requests/min to Llama 3.1 8B put 256
 sequences in every copy's KV cache whatever its speed: two RTX 5090s held 128 each at 37 tokens/s
-(22.9 GB a GPU) where about 20 each carry the rate at 100 (11.8 GB), and one RTX PRO 6000 held 256 at
-29 where 45 carry it at 87."""
+(22.9 GB a GPU) where about 20 each carry the rate at 100 (11.7 GB), and one RTX PRO 6000 held 256 at
+29 where about 40 carry it at 90."""
 
 from __future__ import annotations
 

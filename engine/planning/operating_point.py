@@ -7,7 +7,7 @@ per-user floor's speed: the most a fleet holds while it still meets the floor, c
 copy. A copy that decodes faster finishes each sequence sooner and holds fewer, and its KV cache need
 hold only those. 600 requests/min of 512 + 256 tokens to Llama 3.1 8B are 256 sequences in flight at
 the 10 tokens/s floor: two RTX 4090s as replicas were sized to hold 128 each (18.7 GB a GPU) and to
-decode each at 24 tokens/s, where the rate needs about 48 each, decoding at 45 tokens/s in 14.6 GB.
+decode each at 24 tokens/s, where the rate needs about 45 each, decoding at 47 tokens/s in 14.3 GB.
 With the token counts unstated (2,048 a sequence) the floor's share did not fit four 4090s as replicas
 at all, and they were planned in tensor parallel.
 
