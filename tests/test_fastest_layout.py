@@ -8,11 +8,19 @@ fastest two B200s for Qwen3-235B-A22B were a tensor-parallel pair at 52 tokens/s
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
+from engine.answer.explain import outranked_words
 from engine.models.request import RecommendRequest
 from engine.models.response import RecommendResponse
+from engine.planning.candidates import Option
+from engine.planning.memory import Layout
+from engine.planning.performance import Speed
+from engine.planning.planner import Candidate
+from engine.planning.ranking import outranked, rank
 from tests.golden_support import advisor
+from tests.test_adapter_explain import candidate, costs_of
 
 
 def ask(model: str, objective: str, **constraints: Any) -> RecommendResponse:
@@ -77,3 +85,31 @@ def test_fastest_does_not_buy_eight_times_the_gpus_for_two_percent() -> None:
     first = advisor().recommend(RecommendRequest.model_validate(body)).recommendations[0]
     assert (first.gpu, first.gpu_count, first.tp_degree) == ("nvidia-b200", 8, 8)
     assert first.throughput.tokens_per_s > 200
+
+
+def test_an_option_ranked_first_for_taking_fewer_gpus_says_so() -> None:
+    """Eight H100s at 100 tokens/s and $100 rank above sixteen H200s at 104 and $90 under `fastest`
+    (T x 1.05^3 against T x 1.05^4: 4% faster is less than a doubling's 5%). The first's why names that
+    factor, where it said "on a tie the simpler option comes first"."""
+    kb = advisor().kb
+
+    def option(gpu: str, count: int) -> Option:
+        return Option(kb.gpus[gpu], count, 1, "rent", "on_demand", "on_demand")
+
+    def served(gpu: str, count: int, tokens_per_s: float, dollars: float) -> Candidate:
+        made = candidate(
+            option(gpu, count),
+            Layout("inference", "fp8"),
+            speed=Speed(tokens_per_s, tokens_per_s),
+            costs=costs_of(horizon_cost_usd=dollars),
+        )
+        return replace(made, plan_attrs={**made.plan_attrs, "run_hours": 0.0})
+
+    first, other = served("nvidia-h100-sxm", 8, 100.0, 100.0), served("nvidia-h200-sxm", 16, 104.0, 90.0)
+    ranked = rank([other, first], "fastest")
+    assert [r.candidate for r in ranked] == [first, other]
+    (found,) = outranked(ranked, "fastest", 1)
+    assert found.fewer_for_speed and not found.fewer_gpus
+    words = outranked_words(found, ranked[1], 5)
+    assert "the fastest objective asks each doubling of the GPU count to save 5% of the time" in words
+    assert "on a tie" not in words

@@ -409,6 +409,11 @@ def outranked_words(found: Outranked, other: Ranked, shown: int) -> str:
             "it takes fewer GPUs or nodes, and the balanced objective asks each doubling of the GPU count "
             "to save a quarter of the cost and each doubling of the nodes a third"
         )
+    if found.fewer_for_speed:
+        reasons.append(
+            "it takes fewer GPUs, and the fastest objective asks each doubling of the GPU count to save 5% "
+            "of the time, more than the speed model can tell apart"
+        )
     if found.preferred_by:
         reasons.append(f"the rules' preferences weigh for it ({', '.join(found.preferred_by)})")
     if found.slack:

@@ -87,9 +87,7 @@ def measure(candidate: Candidate, objective: str, floor: float | None = None) ->
     """The objective's measure (lower is better), with the rules' preferences applied; `floor` is the
     per-user speed a served sequence needs."""
     if objective == "fastest":
-        base = wall_clock(candidate) * scale_factor(
-            candidate.gpu_count, owned=candidate.option.acquisition == "owned"
-        )
+        base = wall_clock(candidate) * _scale(candidate)
     elif objective == "cheapest":
         base = cost(candidate)
     else:
@@ -97,6 +95,11 @@ def measure(candidate: Candidate, objective: str, floor: float | None = None) ->
             cost(candidate) * complexity(candidate) * speed_factor(candidate, floor) * slack_factor(candidate)
         )
     return float(base * preference_factor(candidate.preference))
+
+
+def _scale(candidate: Candidate) -> float:
+    """fastest: the GPU factor on the wall-clock (`measures.scale_factor`)."""
+    return scale_factor(candidate.gpu_count, owned=candidate.option.acquisition == "owned")
 
 
 def kind(c: Candidate) -> tuple[str, str, str, str, str]:
@@ -170,6 +173,8 @@ class Outranked:
     """when the rules' preferences favour the first: those that weigh one of the two and not the other"""
     slack: bool
     """balanced training: the other leaves less slack before the deadline"""
+    fewer_for_speed: bool = False
+    """fastest: the first takes fewer GPUs, each doubling of which must save 5% of the time"""
 
 
 def outranked(ranked: Sequence[Ranked], objective: str, firsts: int) -> list[Outranked]:
@@ -195,6 +200,7 @@ def _why_first(i: int, j: int, first: Ranked, second: Ranked, objective: str) ->
         margin=second.measure / first.measure - 1 if first.measure > 0 else 0.0,
         cheaper=1 - cost(b) / cost(a) if cost(a) > 0 else 0.0,
         fewer_gpus=balanced and complexity(a) < complexity(b),
+        fewer_for_speed=objective == "fastest" and _scale(a) < _scale(b),
         preferred_by=tuple(sorted(set(a.preferred_by) ^ set(b.preferred_by))) if favoured else (),
         slack=balanced and slack_factor(a) < slack_factor(b),
     )
