@@ -9,7 +9,7 @@ from dataclasses import replace
 from engine.planning.candidates import Option
 from engine.planning.memory import Layout, per_gpu
 from engine.planning.operating_point import Demand, FleetPlan, operating_point
-from engine.planning.performance import Speed, decode_work, decode_work_at, inference_speed
+from engine.planning.performance import Speed, decode_work_at, inference_speed
 from engine.planning.plan_fit import PlanFit, SizedSpec, SpeedKey
 from engine.planning.workload import Job
 
@@ -34,9 +34,7 @@ def _at_operating_point(
 ) -> FleetPlan | None:
     gpu, usable = option.gpu, fit.usable_on(option.gpu)
     top = layout.per_rank(job.batch)
-    work = fit.memo.decode_work.get(layout)
-    if work is None:
-        work = fit.memo.decode_work[layout] = decode_work(job, layout)
+    work = fit.decode_work(layout)
     speeds: dict[int, Speed] = {top: most}
     # The most a replica's memory holds, on the line through its memory at one sequence and at `top`:
     # above the memory's own curve (the KV cache and the workspace grow in step with the sequences; an

@@ -64,7 +64,7 @@ def load(demand: Demand, speed: Speed, per_replica: int, replicas: int) -> float
     """The share of one copy's time the demand takes at this batch: decoding, and reading the prompts
     (prefill), each at its own rate (more than 1: more copies are needed)."""
     decoded = speed.tokens_per_s * per_replica * replicas
-    share = demand.decode_tokens_per_s / decoded if decoded > 0 else float("inf")
+    share = demand.decode_tokens_per_s / decoded if decoded > 0 else inf
     if demand.prefill_tokens_per_s and speed.prefill_tokens_per_s:
         share += demand.prefill_tokens_per_s / speed.prefill_tokens_per_s
     return share

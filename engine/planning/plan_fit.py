@@ -13,7 +13,7 @@ from engine.planning.bounded_cache import BoundedCache
 from engine.planning.candidates import Option
 from engine.planning.memory import Breakdown, Layout, per_gpu, reported_bytes, serving_budget
 from engine.planning.operating_point import FleetPlan
-from engine.planning.performance import DecodeWork, Speed, TrainingWork
+from engine.planning.performance import DecodeWork, Speed, TrainingWork, decode_work
 from engine.planning.plan_space import PlanSpace, Spec, plan_specs
 from engine.planning.workload import Job
 from engine.sizing import GB
@@ -176,6 +176,13 @@ class PlanFit:
         found = self.memo.memory.get(layout)
         if found is None:
             found = self.memo.memory[layout] = per_gpu(self.job, layout)
+        return found
+
+    def decode_work(self, layout: Layout) -> DecodeWork:
+        """What a decode step of the layout moves and computes, sized once per layout."""
+        found = self.memo.decode_work.get(layout)
+        if found is None:
+            found = self.memo.decode_work[layout] = decode_work(self.job, layout)
         return found
 
     def need(self, layout: Layout) -> Breakdown:

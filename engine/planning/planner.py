@@ -26,7 +26,6 @@ from engine.planning.memory import Breakdown, Layout, reported_bytes
 from engine.planning.operating_point import Demand
 from engine.planning.performance import (
     Speed,
-    decode_work,
     inference_speed,
     training_speed,
     training_work,
@@ -476,9 +475,7 @@ def speed_of(job: Job, fit: PlanFit, option: Option, layout: Layout) -> Speed | 
     layout (`fit.memo`)."""
     memo = fit.memo
     if layout.method == "inference":
-        work = memo.decode_work.get(layout)
-        if work is None:
-            work = memo.decode_work[layout] = decode_work(job, layout)
+        work = fit.decode_work(layout)
         memory, budget = fit.memory(layout), fit.usable_on(option.gpu)
         return inference_speed(job, option.gpu, layout, option.links, work, memory=memory, budget=budget)
     key = (layout.method, layout.checkpointing)

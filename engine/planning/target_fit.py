@@ -11,6 +11,7 @@ from engine.models.kb import Gpu
 from engine.planning.memory import per_gpu, reported_bytes, runs_fused_loss
 from engine.planning.plan_space import Spec
 from engine.planning.planner import Planner
+from engine.planning.workload import Job
 from engine.sizing import GB
 
 SCALE_OUT_COUNTS = (2, 4, 8, 16, 32, 64)
@@ -81,11 +82,7 @@ def _fused_loss(
     job = planner.job
     if job.task == "inference" or job.fused_loss:
         return None
-    fused = replace(job, fused_loss=True)
-    least = min(
-        (per_gpu(fused, spec.layout).total for spec in specs if _as_asked(spec, asked, precision)),
-        default=float("inf"),
-    )
+    least = _least_as_asked(replace(job, fused_loss=True), specs, asked, precision)
     if least > usable:
         return None
     return (
@@ -105,10 +102,10 @@ def _one_sequence(
     job = planner.job
     if job.task == "inference" or job.batch <= 1:
         return None
-    asked_specs = [spec for spec in specs if _as_asked(spec, asked, precision)]
+    specs = list(specs)
     for fused in (False, True) if fusible and not job.fused_loss else (False,):
         single = replace(job, batch=1, fused_loss=job.fused_loss or fused)
-        least = min((per_gpu(single, s.layout).total for s in asked_specs), default=float("inf"))
+        least = _least_as_asked(single, specs, asked, precision)
         if least <= usable:
             loss = " and a fused cross-entropy loss (workload.fused_loss)" if fused else ""
             return (
@@ -116,6 +113,14 @@ def _one_sequence(
                 f"(batch_size 1), {least / GB:.1f} GB per GPU"
             )
     return None
+
+
+def _least_as_asked(job: Job, specs: Iterable[Spec], asked: str, precision: str) -> float:
+    """The least memory per GPU of `job` over the specs that run it as asked (inf when none does)."""
+    return min(
+        (per_gpu(job, spec.layout).total for spec in specs if _as_asked(spec, asked, precision)),
+        default=float("inf"),
+    )
 
 
 def _as_asked(spec: Spec, asked: str, precision: str) -> bool:
