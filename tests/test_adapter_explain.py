@@ -188,10 +188,23 @@ def test_why_states_memory_offload_ram_and_spares(rented: Option) -> None:
     assert "Needs 11.3 GB of 80 GB per GPU (28% free)" in text
     assert "CPU offload keeps 336 GB per node in host RAM" in text
     assert text.endswith("A rule's reason.")
-    spare = why(candidate(rented, Layout("inference", "bf16"), copies=3, spares=1), policy, [])
-    assert "3 copies on separate nodes: 2 carry the serving demand and 1 is a spare" in spare
-    fleet = why(candidate(rented, Layout("inference", "bf16"), copies=2), policy, [])
-    assert "2 copies meet the serving demand." in fleet and "CPU offload" not in fleet
+    split = Layout("inference", "bf16", tp=8)
+    spare = why(candidate(rented, split, copies=3, spares=1), policy, [])
+    assert (
+        "3 copies of this 8-GPU option on separate nodes: 2 carry the serving demand and 1 is a spare"
+        in spare
+    )
+    fleet = why(candidate(rented, split, copies=2), policy, [])
+    assert "2 copies of this 8-GPU option meet the serving demand." in fleet and "CPU offload" not in fleet
+    # Each copy of eight GPUs serving as replicas holds eight copies of the model: 2 x 8 in all.
+    replicas = why(candidate(rented, Layout("inference", "bf16", dp=8), copies=2), policy, [])
+    assert (
+        "2 copies of this 8-GPU option (16 replicas of the model in all) meet the serving demand." in replicas
+    )
+    single = replace(rented, count=1, offer=None)
+    assert "3 copies meet the serving demand." in why(
+        candidate(single, Layout("inference", "bf16"), copies=3), policy, []
+    )
 
 
 def test_relevant_steps_are_filters_used_suggestions_preferences_and_read_facts(rented: Option) -> None:

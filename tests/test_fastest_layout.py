@@ -113,3 +113,35 @@ def test_an_option_ranked_first_for_taking_fewer_gpus_says_so() -> None:
     words = outranked_words(found, ranked[1], 5)
     assert "the fastest objective asks each doubling of the GPU count to save 5% of the time" in words
     assert "on a tie" not in words
+
+
+def test_a_cheaper_option_as_fast_as_balanced_counts_is_named_in_the_first_ones_why() -> None:
+    """Balanced serving credits a sequence's speed up to three times the per-user floor (30 tokens/s at
+    10) and no further (docs/ranking.md). Six B200s at 33 tokens/s and $100 rank above sixteen H100s at
+    32 tokens/s and $73 (100 x (4/3)^log2(6) = 210.5 against 73 x (4/3)^4 = 230.7): the H100s are as
+    fast as the measure counts and 27% cheaper, so the B200s' why says what put them first, though the
+    H100s are not faster. Below the credit, at 25 tokens/s, the slower option is not named."""
+    kb = advisor().kb
+
+    def served(gpu: str, count: int, tokens_per_s: float, dollars: float) -> Candidate:
+        option = Option(kb.gpus[gpu], count, 1, "rent", "on_demand", "on_demand")
+        made = candidate(
+            option,
+            Layout("inference", "fp8", dp=count),
+            speed=Speed(tokens_per_s, tokens_per_s * count),
+            costs=costs_of(horizon_cost_usd=dollars),
+        )
+        return replace(made, plan_attrs={**made.plan_attrs, "run_hours": 0.0})
+
+    first, other = served("nvidia-b200", 6, 33.0, 100.0), served("nvidia-h100-sxm", 16, 32.0, 73.0)
+    ranked = rank([other, first], "balanced", 10.0)
+    assert [r.candidate for r in ranked] == [first, other]
+    (found,) = outranked(ranked, "balanced", 1, 10.0)
+    assert found.fewer_gpus and found.speed_credited == 30.0
+    assert round(found.cheaper, 2) == 0.27 and abs(found.margin - (230.7 / 210.5 - 1)) < 0.002
+    words = outranked_words(found, ranked[1], 5)
+    assert "which is as fast as the balanced objective counts (both decode at least 30 tokens/s" in words
+    assert "27% cheaper, because it takes fewer GPUs or nodes" in words
+    assert outranked(ranked, "balanced", 1) == []  # without the floor only a faster option counts
+    slow = served("nvidia-h100-sxm", 16, 25.0, 73.0)
+    assert outranked(rank([slow, first], "balanced", 10.0), "balanced", 1, 10.0) == []

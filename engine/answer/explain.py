@@ -296,15 +296,26 @@ def why(candidate: Candidate, policy: Policy, reasons: Sequence[str]) -> str:
         serving = candidate.copies - candidate.spares
         carry = "carries" if serving == 1 else "carry"
         parts.append(
-            f"{candidate.copies} copies on separate nodes: {serving} {carry} the serving demand and "
-            f"{candidate.spares} is a spare for the availability target."
+            f"{candidate.copies} copies{copy_words(candidate)} on separate nodes: {serving} {carry} the "
+            f"serving demand and {candidate.spares} is a spare for the availability target."
         )
     elif candidate.copies > 1:
-        parts.append(f"{candidate.copies} copies meet the serving demand.")
+        parts.append(f"{candidate.copies} copies{copy_words(candidate)} meet the serving demand.")
     if valued := value_words(candidate, policy.facts.get("answer.value_figure")):
         parts.append(valued)
     parts.extend(reasons)
     return " ".join(parts)
+
+
+def copy_words(candidate: Candidate) -> str:
+    """What one copy of a multi-GPU serving option is, and the model's replicas in all when a copy
+    holds several ("3 copies" of two B200s serving as replicas are six copies of the model)."""
+    count = candidate.option.count
+    if count == 1:
+        return ""
+    replicas = candidate.spec.layout.dp
+    each = f" of this {count}-GPU option"
+    return each if replicas <= 1 else f"{each} ({replicas * candidate.copies} replicas of the model in all)"
 
 
 def value_words(candidate: Candidate, kind: object) -> str | None:
@@ -400,9 +411,9 @@ def workload_words(job: Job) -> str:
 
 
 def outranked_words(found: Outranked, other: Ranked, shown: int) -> str:
-    """Why an option ranks above one that is both faster and cheaper (planning's `Outranked`): the
-    factors of the objective that put it first, and by how much (docs/ranking.md). The other is
-    named by its rank too when it is among the `shown` options."""
+    """Why an option ranks above one that is cheaper and faster, or as fast as the measure counts
+    (planning's `Outranked`): the factors of the objective that put it first, and by how much
+    (docs/ranking.md). The other is named by its rank too when it is among the `shown` options."""
     reasons = []
     if found.fewer_gpus:
         reasons.append(
@@ -421,7 +432,14 @@ def outranked_words(found: Outranked, other: Ranked, shown: int) -> str:
     because = "; ".join(reasons) or "on a tie the simpler option comes first"
     cheaper = f"{found.cheaper:.0%} cheaper" if found.cheaper >= 0.005 else "slightly cheaper"
     rank = f"#{found.below + 1}, " if found.below < shown else ""
+    faster = (
+        "faster"
+        if found.speed_credited is None
+        else f"as fast as the balanced objective counts (both decode at least {found.speed_credited:,.0f} "
+        f"tokens/s a sequence, three times the {found.speed_credited / 3:,.0f} each user needs, beyond "
+        "which speed earns nothing)"
+    )
     return (
-        f"It ranks above {rank}{hardware(other.candidate)}, which is faster and {cheaper}, "
+        f"It ranks above {rank}{hardware(other.candidate)}, which is {faster} and {cheaper}, "
         f"because {because}: the other's measure is {found.margin:.0%} higher."
     )

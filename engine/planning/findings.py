@@ -89,7 +89,10 @@ def find(
     ranked = rank(as_asked(search.candidates, planner.job), request.objective, planner.per_user_tps)
     top = ranked[: request.top_k]
     plotted = ranked[:MAX_TOP_K]
-    beaten = {o.above: (o, plotted[o.below]) for o in outranked(plotted, request.objective, len(top))}
+    beaten = {
+        o.above: (o, plotted[o.below])
+        for o in outranked(plotted, request.objective, len(top), planner.per_user_tps)
+    }
     target = on_target(searcher, planner, ctx, request, ranked, search.rejections)
     way_out = None if top or not seek_way_out else find_way_out(planner, search, request.objective, measure)
     needs = needs_of(planner, planned_precision(top, planner), planned_checkpointing(top, planner.job))

@@ -70,9 +70,13 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
     if job.task == "inference":
         facts["sizing.kv_cache_gb"] = _gb(inference.kv_cache)
         facts["sizing.context_tokens"] = job.context_tokens
-        facts["sizing.kv_to_weights_pct"] = round(inference.kv_cache / inference.weights * 100, 2)
+        # to three figures, as a message writes a share: 149%, 6.69%
+        facts["sizing.kv_to_weights_pct"] = float(f"{inference.kv_cache / inference.weights * 100:.3g}")
         facts["sizing.batch_size"] = job.batch
         facts["sizing.batch_from_traffic"] = job.batch_from_serving
+        at_floor = None if job.serving is None else job.serving.in_flight_at_floor()
+        if job.batch_from_serving and at_floor is not None:
+            facts["sizing.in_flight_at_floor"] = at_floor
         facts["sizing.task_gb"] = facts["sizing.inference_gb"]
     elif job.task == "qlora":
         facts["sizing.task_gb"] = facts["sizing.qlora_gb"]

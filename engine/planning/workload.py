@@ -145,14 +145,21 @@ class ServingNeeds:
         return min(max(stated), MAX_TOKENS_PER_S_PER_USER) or DEFAULT_TOKENS_PER_S_PER_USER
 
     def in_flight(self) -> int | None:
-        """Sequences decoding at once at peak, by Little's law (L = arrival rate x time in system):
-        requests per second x output tokens / the per-user speed, at most MAX_IN_FLIGHT. Serving engines
-        batch them continuously (Kwon et al. 2023, vLLM), so a fleet is sized at this batch, not at one
-        sequence per copy. None without a request rate."""
+        """Sequences one copy decodes at once at peak: those in flight at the floor
+        (`in_flight_at_floor`), at most MAX_IN_FLIGHT. Serving engines batch them continuously (Kwon
+        et al. 2023, vLLM), so a fleet is sized at this batch, not at one sequence per copy. None
+        without a request rate."""
+        at_floor = self.in_flight_at_floor()
+        return None if at_floor is None else min(MAX_IN_FLIGHT, at_floor)
+
+    def in_flight_at_floor(self) -> int | None:
+        """Sequences in flight across the fleet when each decodes at the per-user floor, by Little's
+        law (L = arrival rate x time in system): requests per second x output tokens / the per-user
+        speed. None without a request rate."""
         if self.requests_per_min is None:
             return None
         seconds = self.avg_output_tokens / self.per_user_tps()
-        return max(1, ceil(min(float(MAX_IN_FLIGHT), self.requests_per_min / 60 * seconds)))
+        return max(1, ceil(self.requests_per_min / 60 * seconds))
 
 
 @dataclass(frozen=True)
