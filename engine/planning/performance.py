@@ -351,7 +351,7 @@ def _encoder_speed(
     replica's rate shared by the batch; a corpus takes its tokens over every replica's rate."""
     documents = job.serving.corpus_documents if job.serving is not None else None
     rate = prefill_rate * layout.dp
-    hours = None if documents is None else documents * work.prompt_tokens / rate / 3600
+    hours = None if documents is None else documents * job.chunks_per_input * work.prompt_tokens / rate / 3600
     return Speed(prefill_rate / work.sequences, rate, None, None, rate, first_token, hours, reads_only=True)
 
 

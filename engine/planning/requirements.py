@@ -4,7 +4,7 @@ read (docs/rule-facts.md), and the `requirements` block of the response."""
 from __future__ import annotations
 
 from engine.knowledge.kb import KB
-from engine.models.request import RecommendRequest
+from engine.models.request import RecommendRequest, Workload
 from engine.models.response import Bound, JobMemory, Requirements
 from engine.models.rule import Scalar
 from engine.planning.memory import Layout, per_gpu, reported_bytes, serving_budget
@@ -84,6 +84,7 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
         facts["sizing.task_gb"] = facts["sizing.lora_gb"]
     else:
         facts["sizing.task_gb"] = facts["sizing.full_training_gb"]
+    facts.update(window_facts(job))
     if job.utilization is not None:
         # to a tenth, as a message writes it: 20 hours a week is 11.9%, not 11.905%
         facts["sizing.utilization_pct"] = round(job.utilization * 100, 1)
@@ -98,6 +99,20 @@ def sizing_facts(job: Job, kb: KB) -> dict[str, Scalar]:
     demand = required_tps(job)
     if demand is not None:
         facts["sizing.required_tokens_per_s"] = round(demand, 3)
+    return facts
+
+
+def window_facts(job: Job) -> dict[str, Scalar]:
+    """The model's context window against the sequences asked (engine/planning/context_window.py)."""
+    if job.context_window is None:
+        return {}
+    facts: dict[str, Scalar] = {
+        "sizing.context_window": job.context_window,
+        "sizing.context_asked": job.asked_context_tokens,
+        "sizing.beyond_window": job.asked_context_tokens > job.context_window,
+    }
+    if job.chunks_per_input > 1:
+        facts["sizing.chunks_per_input"] = job.chunks_per_input
     return facts
 
 
@@ -118,7 +133,7 @@ def required_tps(job: Job) -> float | None:
     if job.reads_only:  # an encoder or embedding model reads its input and generates nothing
         # its input: the serving block's, else seq_len (Job.context_tokens), as its speed is sized,
         # for each of a request's inputs
-        inputs = job.context_tokens * serving.sequences_per_request
+        inputs = job.context_tokens * serving.sequences_per_request * job.chunks_per_input
         return required_tokens_per_second(serving.requests_per_min, inputs)
     return required_tokens_per_second(serving.requests_per_min, serving.avg_output_tokens)
 
@@ -168,6 +183,7 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
                 "default: a month to pretrain, a week to fine-tune, at most the horizon; "
                 "give workload.job_hours for the real one"
             )
+    found.update(length_assumptions(job))
     if job.batch_from_serving:
         found["batch_size"] = float(job.batch)
         found["batch_size_source"] = (
@@ -202,6 +218,21 @@ def workload_assumptions(job: Job) -> dict[str, float | str]:
                 if job.reads_only
                 else "default: twice reading speed; give workload.serving.min_tokens_per_s_per_user"
             )
+    return found
+
+
+def length_assumptions(job: Job) -> dict[str, float | str]:
+    """The model's context window, and the sequence length when the window replaced the default."""
+    found: dict[str, float | str] = {}
+    if job.context_window is not None:
+        found["context_window"] = float(job.context_window)
+    if job.seq_len_shortened:
+        found["seq_len"] = float(job.seq_len)
+        default = Workload.model_fields["seq_len"].default
+        found["seq_len_source"] = (
+            f"the model's context window of {job.seq_len:,} tokens, shorter than the default {default:,} the "
+            "request left; give workload.seq_len for another length"
+        )
     return found
 
 

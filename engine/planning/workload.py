@@ -29,6 +29,7 @@ from engine.models.request import (
     Workload,
 )
 from engine.planning.architecture import Contradiction, Filled, complete
+from engine.planning.context_window import Window, fitted, window_of
 from engine.planning.hf_config import FromHfConfig, SizedConfig, sized_config
 from engine.sizing import TransformerShape, estimate_dims_from_params, shape_from_architecture
 from engine.sizing.precision import KvCacheDtype
@@ -223,6 +224,12 @@ class Job:
     """training: the software stack, which sets the share of peak FLOPS reached"""
     batch_stated: bool = False
     """the request stated `batch_size` (a training plan that steps more sequences than it says so)"""
+    context_window: int | None = None
+    """the positions the model was trained for (engine/planning/context_window.py), when known"""
+    chunks_per_input: int = 1
+    """an encoder's input longer than its window is read as this many chunks, each a sequence"""
+    seq_len_shortened: bool = False
+    """the request left `seq_len` at its default, longer than the window, and the window replaced it"""
 
     @property
     def training(self) -> bool:
@@ -253,7 +260,14 @@ class Job:
     @property
     def context_tokens(self) -> int:
         """Tokens each served sequence holds in the KV cache at its longest: the prompt plus the output
-        when the serving block states either, else `seq_len`; an encoder's input."""
+        when the serving block states either, else `seq_len`; an encoder's input, or each chunk of one
+        longer than its window (`chunks_per_input`)."""
+        asked = self.asked_context_tokens
+        return ceil(asked / self.chunks_per_input) if self.reads_only else asked
+
+    @property
+    def asked_context_tokens(self) -> int:
+        """The tokens a sequence holds as the request asks, an encoder's input read whole."""
         serving = self.serving
         if serving is None or not serving.tokens_stated:
             return self.seq_len
@@ -435,12 +449,13 @@ def job_of(
     serving = None if workload.serving is None else ServingNeeds.of(workload.serving)
     encoder = model is not None and model.kind == "encoder"
     embedding = model is not None and model.embedding
-    batch, from_serving = _batch(workload, serving, reads_only=encoder or embedding)
+    from_config = sized.read if sized else None
+    window = _window(workload, serving, window_of(model, from_config), reads_only=encoder or embedding)
+    batch, from_serving = _batch(workload, serving, reads_only=encoder or embedding, chunks=window.chunks)
     tokens, tokens_source = training_tokens(
         workload.task, params_b * 1e9, workload.training_tokens_b, workload.job_hours
     )
     utilization, always_on = utilization_pct(request, serving)
-    from_config = sized.read if sized else None
     corpus_run = (encoder or embedding) and serving is not None and serving.batch_corpus
     deadline = _deadline(workload.task, tokens, workload.job_hours, horizon_hours, corpus_run=corpus_run)
     return Job(
@@ -457,7 +472,6 @@ def job_of(
         batch=batch,
         batch_from_serving=from_serving,
         batch_stated="batch_size" in workload.model_fields_set,
-        seq_len=workload.seq_len,
         lora_rank=workload.lora_rank,
         checkpointing=workload.gradient_checkpointing,
         training_tokens=tokens,
@@ -469,6 +483,7 @@ def job_of(
         always_on=always_on,
         horizon_hours=horizon_hours,
         **_from_config(from_config, model),
+        **window.job_fields(),
         fused_loss=workload.fused_loss,
         training_stack=workload.training_stack,
         engine=(workload.serving.engine if workload.serving else None) or "vllm",
@@ -477,14 +492,26 @@ def job_of(
     )
 
 
-def _batch(workload: Workload, serving: ServingNeeds | None, *, reads_only: bool) -> tuple[int, bool]:
+def _window(
+    workload: Workload, serving: ServingNeeds | None, tokens: int | None, *, reads_only: bool
+) -> Window:
+    """The request's sequences held to the model's window of `tokens` positions: an encoder's input is
+    the serving block's when it states one, and read in chunks only when served."""
+    stated = serving.avg_input_tokens if serving is not None and serving.tokens_stated else None
+    return fitted(workload, stated, tokens, reads_only=reads_only and workload.task == "inference")
+
+
+def _batch(
+    workload: Workload, serving: ServingNeeds | None, *, reads_only: bool, chunks: int = 1
+) -> tuple[int, bool]:
     """The request's batch_size; for a serving fleet whose request leaves it unstated, the sequences in
     flight at peak (`ServingNeeds.in_flight`). The second value says which. An encoder's traffic is
     not decoded together: its demand sizes the copies, and each copy's forward reads the request's
-    batch, else one request's inputs (`sequences_per_request`)."""
+    batch, else one request's inputs (`sequences_per_request`, each in `chunks` when longer than the
+    model's window)."""
     stated = "batch_size" in workload.model_fields_set
     if reads_only:
-        inputs = 1 if serving is None else serving.sequences_per_request
+        inputs = (1 if serving is None else serving.sequences_per_request) * chunks
         return (workload.batch_size if stated else max(workload.batch_size, inputs)), False
     in_flight = None if serving is None else serving.in_flight()
     if stated or in_flight is None:
