@@ -108,6 +108,31 @@ def test_each_choice_has_the_figures_recommend_gives_for_the_same_hardware(
     )
 
 
+def test_the_least_a_choice_needs_is_never_more_than_its_best_plan_holds(advisor: Advisor) -> None:
+    """A fit's "needs X GB per GPU at best" is the least any plan as asked needs there, so the best plan
+    on the choice holds no less. Four PCIe RTX 4090s in one machine split Llama 3.1 70B in fp8 four ways
+    by tensor parallelism, 19.0 GB each (70.55 GB of weights / 4 = 17.6, plus its share of the cache and
+    the workspace); weighing the four as if on four machines, the fit saw only a pipeline and said 20.3
+    GB at best beside that 19.0 GB plan. (A substitute plan, int8 where bf16 does not fit, is not held
+    to the bf16 figure.)"""
+    request = {"workload": {"task": "inference", "model": "llama-3-1-70b"}}
+    found = compare(
+        advisor,
+        request,
+        {"gpu": "nvidia-rtx-4090", "count": 4, "acquisition": "buy"},
+        {"gpu": "nvidia-rtx-3090", "count": 4, "acquisition": "buy"},
+        {"gpu": "nvidia-h100-sxm", "count": 2, "acquisition": "rent"},
+    )
+    four_4090, four_3090, two_h100 = found.choices
+    for choice in (four_4090, two_h100):  # fp8 as the request's default on Ada and Hopper
+        assert choice.fit.fits and choice.option is not None and choice.option.precision == "fp8"
+        assert choice.fit.per_gpu_gb <= choice.option.memory.per_gpu_gb + 0.001, choice.fit.why
+    # no fp8 on Ampere: bf16 as asked does not fit, and the plan shown is int8, a substitute
+    assert not four_3090.fit.fits and four_3090.option is not None and four_3090.option.precision == "int8"
+    assert four_4090.option is not None and four_4090.option.tp_degree == 4
+    assert "tensor-parallel over 4 GPUs" in four_4090.fit.alternatives
+
+
 def test_verdicts_say_fits_the_speed_and_the_price_as_it_is_paid(advisor: Advisor) -> None:
     answer = compare(
         advisor,

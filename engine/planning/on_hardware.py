@@ -136,9 +136,9 @@ def ranked_choices(judged: Sequence[Judged], planner: Planner) -> dict[int, Rank
 def _planned_on(
     planner: Planner, gpu: Gpu, count: int, best: Candidate | None, rejections: Sequence[Rejection]
 ) -> OnTarget:
-    return OnTarget(
-        gpu, count, fit_of(planner, gpu, count), best, tuple(rejections), planner.precision_on(gpu)
-    )
+    per_node = best.option.gpus_per_node if best is not None else None
+    fit = fit_of(planner, gpu, count, per_node)
+    return OnTarget(gpu, count, fit, best, tuple(rejections), planner.precision_on(gpu))
 
 
 def _is_target(candidate: Candidate, target: HardwareCount) -> bool:

@@ -40,10 +40,13 @@ class Fit:
     """bytes the driver reports on one GPU, which `usable` is a share of (`reported_bytes`)"""
 
 
-def fit_of(planner: Planner, gpu: Gpu, count: int) -> Fit:
-    """How the job fits `count` x `gpu` as asked, with the ways to make it run."""
+def fit_of(planner: Planner, gpu: Gpu, count: int, per_node: int | None = None) -> Fit:
+    """How the job fits `count` x `gpu` as asked, with the ways to make it run; `per_node`: the GPUs one
+    machine of the best plan there holds (default: those one NVLink domain joins). Four PCIe RTX 4090s
+    in one machine split a 70B model four ways by tensor parallelism, 19.0 GB each; counted one to a
+    node, only a pipeline was weighed and the fit said 20.3 GB "at best" beside that plan."""
     usable = planner.fit.usable_on(gpu)
-    per_node = min(count, max(gpu.link_domain_gpus, 1))
+    per_node = per_node or min(count, max(gpu.link_domain_gpus, 1))
     asked = planner.job.task
     precision = "nf4" if asked == "qlora" else planner.precision_on(gpu)
     totals = {spec: planner.fit.need(spec.layout).total for spec in planner.specs(count, per_node)}
