@@ -312,6 +312,7 @@ class Advisor:
                 found.owned,
                 found.owned_instead,
                 None if target_fit is None or best_on_target is not None else target_fit.why,
+                None if target is None or not target.fit.kept else target.fit.kept[0],
             ),
             recommendations=[
                 recommendation(i + 1, r, policy, outcome, job, cited, providers, first_words(found, i))

@@ -50,6 +50,19 @@ def test_one_sequence_without_the_fused_loss_where_it_is_enough() -> None:
     assert fit.alternatives[0].startswith("one sequence a micro-step, accumulating 16")
 
 
+def test_a_target_whose_plan_changes_the_method_says_first_what_keeps_it() -> None:
+    """Llama 3.1 8B LoRA at one sequence of 32,768 tokens on one H100: the standard loss's fp32 logits
+    and their gradient alone are 32,768 x 128,256 x 14 bytes = 58.8 GB, so the only plan there as the
+    request stands is QLoRA with offload. With a fused loss LoRA fits as asked (34.3 GB): the summary
+    said QLoRA, the fused loss only in the fit's list of ways."""
+    answer = ask({**LORA, "seq_len": 32_768, "batch_size": 1}, {"gpu": "nvidia-h100-sxm", "count": 1})
+    fit = answer.target_fit
+    assert fit is not None and not fit.fits and fit.alternatives[0].startswith("a fused cross-entropy loss")
+    lead = "For LoRA fine-tuning a 8.03B-parameter model on NVIDIA H100 SXM5 80GB: as asked it fits with "
+    assert answer.summary.startswith(lead + fit.alternatives[0] + "; as the request stands, QLoRA")
+    assert "34.3 GB per GPU" in fit.alternatives[0]
+
+
 def test_a_target_that_fits_keeps_its_own_first_sentence() -> None:
     answer = ask({**LORA, "seq_len": 1024, "batch_size": 1}, {"gpu": "nvidia-h100-sxm", "count": 1})
     assert answer.target_fit is not None and answer.target_fit.fits

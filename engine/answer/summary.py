@@ -27,6 +27,7 @@ def summary(
     owned: Sequence[tuple[int, Ranked]] = (),
     owned_instead: Sequence[Candidate] = (),
     target_verdict: str | None = None,
+    target_kept: str | None = None,
 ) -> str:
     """The answer's opening sentence; `precision` is what the job runs in as asked on the target
     hardware, when one was named (its plan in another precision says so); `budget_rule` is the rule
@@ -34,14 +35,19 @@ def summary(
     relaxation names, whose own rejection is the one quoted; `owned` the best plan on each kind of
     hardware the user owns, with its place in the ranking (`Found.owned`), and `owned_instead` what
     the owned hardware with no such plan runs instead (`Found.owned_instead`); `target_verdict` why
-    the hardware the user named has no plan (`TargetFit.why`), the answer to the question asked."""
+    the hardware the user named has no plan (`TargetFit.why`), the answer to the question asked;
+    `target_kept` the change that runs the job there as asked when its plan there substitutes another
+    method or precision (`Fit.kept`: a fused loss, one sequence a micro-step), said before it."""
     subject = workload_words(job)
     if on_target is not None and (not top or top[0].candidate is not on_target):
         # The question was whether it runs on the target: answer that first.
         changed = substitute_words(on_target, job, precision)
         count = f"{on_target.gpu_count} x " if on_target.gpu_count > 1 else ""
+        kept = (
+            f"as asked it fits with {target_kept}; as the request stands, " if changed and target_kept else ""
+        )
         lead = (
-            f"For {subject} on {count}{on_target.option.gpu.name}: {plan_words(on_target)}{changed}, "
+            f"For {subject} on {count}{on_target.option.gpu.name}: {kept}{plan_words(on_target)}{changed}, "
             f"{held_words(on_target)}, {speed_words(on_target)}."
         )
         if not top:

@@ -38,6 +38,9 @@ class Fit:
     """the parallelism the request allows, for saying why nothing spreads the job"""
     reported: float
     """bytes the driver reports on one GPU, which `usable` is a share of (`reported_bytes`)"""
+    kept: tuple[str, ...] = ()
+    """the ways among `alternatives` that fit and leave the plan as asked: a fused loss, one sequence
+    a micro-step"""
 
 
 def fit_of(planner: Planner, gpu: Gpu, count: int, per_node: int | None = None) -> Fit:
@@ -58,6 +61,7 @@ def fit_of(planner: Planner, gpu: Gpu, count: int, per_node: int | None = None) 
     least = min(as_asked) if as_asked else min(totals.values())
     fits = least <= usable
     alternatives: list[str] = []
+    kept: tuple[str, ...] = ()
     for spec, total in totals.items():
         label = None if total > usable else _alternative(spec, asked, precision, count)
         if label and label not in alternatives:
@@ -66,11 +70,11 @@ def fit_of(planner: Planner, gpu: Gpu, count: int, per_node: int | None = None) 
         fusible = runs_fused_loss(gpu.platforms)
         fused = _fused_loss(planner, totals, asked, precision, usable) if fusible else None
         smaller = None if fused else _one_sequence(planner, totals, asked, precision, usable, fusible)
-        # the changes that leave the plan as it is: first
-        alternatives[:0] = [way for way in (fused, smaller) if way]
+        kept = tuple(way for way in (fused, smaller) if way)
+        alternatives[:0] = kept  # the changes that leave the plan as it is: first
         alternatives.extend(_scale_out(planner, gpu, count, asked, precision))
     return Fit(
-        precision, True, least, usable, fits, tuple(alternatives), room, strategies, reported_bytes(gpu)
+        precision, True, least, usable, fits, tuple(alternatives), room, strategies, reported_bytes(gpu), kept
     )
 
 
