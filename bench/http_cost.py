@@ -13,7 +13,9 @@ between processes here) out of the ratio. Version 1 (`/recommend`) and version 2
 sources cited by id) take turns each pass. The in-process figure (`Advisor.recommend` in this process)
 is reported beside them, and so is the floor under the ratio: the JSON's writing (each answer's
 `encode-cpu`), a `/healthz` through the service, and a `/healthz` through uvicorn alone serving a bare
-ASGI app (bench/bare_app.py), whose difference is FastAPI's stack and the service's middleware.
+ASGI app (bench/bare_app.py), whose difference is FastAPI's stack and the service's middleware; and
+HTTP's own work on a whole answer, the engine's replaced by its recorded answers (bench/recorded.py),
+through the service and through that bare app.
 """
 
 from __future__ import annotations
@@ -117,6 +119,19 @@ def healthz_ms(calls: int, app: str | None = None) -> float:
         return (process_cpu_s(server.process.pid) - began) * 1000 / calls
 
 
+def recorded_ms(app: str, bodies: list[dict[str, Any]], passes: int) -> float:
+    """The server's CPU milliseconds per `/v2/recommend` answer when its engine answers from recorded
+    answers (bench/recorded.py): HTTP's own work on an answer, through the ASGI `app` named."""
+    with serve(app=app) as server, httpx.Client(base_url=server.url, timeout=60) as client:
+        for body in bodies:
+            client.post("/v2/recommend", json=body).raise_for_status()
+        began = process_cpu_s(server.process.pid)
+        for _ in range(passes):
+            for body in bodies:
+                client.post("/v2/recommend", json=body).raise_for_status()
+        return (process_cpu_s(server.process.pid) - began) * 1000 / (passes * len(bodies))
+
+
 def answer_bytes() -> dict[str, int]:
     """The serialised size of the sized answer in each version."""
     answer = default_advisor().recommend(RecommendRequest.model_validate(SIZED))
@@ -142,6 +157,9 @@ def run(passes: int) -> dict[str, Any]:
         "bytes": answer_bytes(),
         "healthz_ms": healthz_ms(500),
         "bare_healthz_ms": healthz_ms(500, app="bench.bare_app:app"),
+        # at least 20 passes: a process's CPU is counted in 10 ms ticks
+        "recorded_service_ms": recorded_ms("bench.recorded:service", bodies, max(passes, 20)),
+        "recorded_bare_ms": recorded_ms("bench.bare_app:app", bodies, max(passes, 20)),
     }
 
 

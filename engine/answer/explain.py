@@ -435,9 +435,8 @@ def outranked_words(found: Outranked, other: Ranked, shown: int) -> str:
     faster = (
         "faster"
         if found.speed_credited is None
-        else f"as fast as the balanced objective counts (both decode at least {found.speed_credited:,.0f} "
-        f"tokens/s a sequence, three times the {found.speed_credited / 3:,.0f} each user needs, beyond "
-        "which speed earns nothing)"
+        else f"as fast as the balanced objective counts (both past {found.speed_credited:,.0f} tokens/s a "
+        "sequence, three times the per-user floor)"
     )
     return (
         f"It ranks above {rank}{hardware(other.candidate)}, which is {faster} and {cheaper}, "
