@@ -196,6 +196,28 @@ def test_messages_fill_in_the_facts_they_read() -> None:
     assert "On windows, run CUDA tooling under WSL2" in wsl.messages[0]
 
 
+def test_a_counted_noun_takes_the_counts_number() -> None:
+    """Messages write `{count} GPU(s)`; the reader sees "1 GPU" and "4 GPUs", a word between allowed."""
+    firings = ReferenceEngine(RULES.rules).run({"constraints.max_gpus": 1}).firings
+    cap = next(f for f in firings if f.rule == "max-gpus-cap")
+    assert "at most 1 GPU." in cap.messages[0] and "(s)" not in cap.messages[0]
+    fleet = {
+        "workload.task": "inference",
+        "sizing.kv_to_weights_pct": 149,
+        "sizing.batch_size": 256,
+        "sizing.in_flight_at_floor": 834,
+        "sizing.batch_from_traffic": True,
+        "sizing.context_tokens": 2500,
+        "sizing.precision": "bf16",
+    }
+    firings = ReferenceEngine(RULES.rules).run(fleet).firings
+    kv = next(f for f in firings if f.rule == "kv-cache-of-a-fleet-at-its-floor")
+    assert "keeps 834 sequences of 2,500 tokens in flight" in kv.messages[0]
+    providers = ReferenceEngine(RULES.rules).run({"constraints.providers.count": 3}).firings
+    allowed = next(f for f in providers if f.rule == "provider-allow-list")
+    assert "the 3 allowed providers." in allowed.messages[0]
+
+
 def write(root: Path, relative: str, data: dict[str, Any] | str) -> Path:
     path = root / relative
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -68,11 +68,22 @@ def holds(when: When, facts: Facts) -> bool:
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_.]*)\}")
 
 
+_COUNTED = re.compile(r"\b(\d[\d,]*(?:\.\d+)?)((?: [a-z]+)? )([A-Za-z]+)\(s\)")
+"""a count, at most one word, and a noun written `noun(s)` in a rule's message ("{n} GPU(s)")"""
+
+
 def render(message: str, facts: Facts) -> str:
-    """Fill `{fact.name}` placeholders with the facts' values."""
+    """Fill `{fact.name}` placeholders with the facts' values; a noun written `noun(s)` after a count
+    takes the count's number ("1 GPU", "834 sequences")."""
     if "{" not in message:  # most messages have none
         return message
-    return _PLACEHOLDER.sub(lambda m: _text(facts.get(m.group(1), m.group(0))), message)
+    filled = _PLACEHOLDER.sub(lambda m: _text(facts.get(m.group(1), m.group(0))), message)
+    return _COUNTED.sub(_counted, filled) if "(s)" in filled else filled
+
+
+def _counted(match: re.Match[str]) -> str:
+    count, between, noun = match.groups()
+    return f"{count}{between}{noun}{'' if count == '1' else 's'}"
 
 
 def _text(value: object) -> str:
