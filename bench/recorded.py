@@ -1,14 +1,19 @@
 """The engine replaced by its recorded answers, to weigh what HTTP itself costs an answer.
 
-Each answer of the bench mix (bench/mix.py) is computed once, at import, and looked up by its request
-afterwards, so a server built on `recorded_advisor()` does all of an answer's HTTP work (read the body,
-validate it, hand it to the engine thread, write the JSON, count and log it) and none of its engine's.
-`service` is the service's own app over such an advisor; bench/bare_app.py answers the same recorded
-answers through uvicorn with no framework. bench/http_cost.py serves both, one request at a time."""
+Each answer of the bench mix (bench/mix.py) is computed once, as the advisor is made, and looked up
+by its request afterwards, so a server built on `recorded_advisor()` does all of an answer's HTTP work
+(read the body, validate it, hand it to the engine thread, write the JSON, count and log it) and none
+of its engine's. `service` is the service's own app over such an advisor; bench/bare_app.py answers
+the same recorded answers through uvicorn with no framework. bench/http_cost.py serves both, one
+request at a time."""
 
 from __future__ import annotations
 
 import copy
+from functools import cache
+from typing import Any
+
+from fastapi import FastAPI
 
 from api.app import create_app
 from bench.mix import requests
@@ -40,5 +45,15 @@ def recorded_advisor() -> Advisor:
     return advisor
 
 
-service = create_app(advisor=recorded_advisor())
-"""the service's app, its engine answering from the recorded answers (`uvicorn bench.recorded:service`)"""
+@cache
+def _service() -> FastAPI:
+    return create_app(advisor=recorded_advisor())
+
+
+def __getattr__(name: str) -> Any:
+    """`service`: the service's app, its engine answering from the recorded answers (`uvicorn
+    bench.recorded:service`). Made when first read, so that bench/bare_app.py, which imports
+    `recorded_answers` from here, neither builds it nor plans the mix for it."""
+    if name == "service":
+        return _service()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
